@@ -4,8 +4,9 @@
 A cell computes one step, `call(inputs, states) -> (output, new_states)`; `RNN` runs it over
 the time axis with Keras 3's masking rule (a masked step keeps the states and repeats the
 previous output, or outputs zeros with `zero_output_for_mask=True`). The built-in cells also
-know how to run a whole sequence at once: LSTM and GRU project every step's input with one
-`fused_matmul` and hand the recurrence to the `ops.lstm` / `ops.gru` primitives; SimpleRNN
+know how to run a whole sequence at once: LSTM hands the sequence to `ops.lstm_sequence`
+(oneDNN's RNN on the CPU, else one `fused_matmul` and the `ops.lstm` primitive); GRU projects
+every step's input with one `fused_matmul` and hands the recurrence to `ops.gru`; SimpleRNN
 projects once and loops over the recurrent matmul. Recurrent dropout needs a fresh per-step
 product with a dropped-out state, which the fused primitives do not take, so with
 `recurrent_dropout > 0` in training LSTM and GRU run their cell step by step instead.
@@ -463,12 +464,13 @@ class LSTMCell(_Cell):
         if act is None or ract is None or (training and self.recurrent_dropout > 0):
             return None
         inputs = self._dropped_sequence(sequences, training)
-        proj = ops.fused_matmul(inputs, self.kernel, self.bias)
-        all_h, h, c = ops.lstm(
-            proj,
+        all_h, h, c = ops.lstm_sequence(
+            inputs,
+            self.kernel,
+            self.recurrent_kernel,
+            self.bias,
             states[0],
             states[1],
-            self.recurrent_kernel,
             mask=mask,
             reverse=go_backwards,
             activation=act,
@@ -1135,7 +1137,8 @@ class SimpleRNN(_CellLayer):
 class LSTM(_CellLayer):
     """Long short-term memory layer (Hochreiter 1997), gates i, f, c, o.
 
-    The whole sequence is one `ops.lstm` call after one input-projection matmul, except in
+    The whole sequence is one `ops.lstm_sequence` call (the input projection and the
+    recurrence; on the CPU one oneDNN call in float32), except in
     training with `recurrent_dropout > 0` (a per-step loop of `LSTMCell`) or with
     activations the primitive does not compute.
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from keratron.autodiff import tape as _tape
+from keratron.ops import _dispatch
 from keratron.ops._core import Primitive, Tensor, as_tensor, on_device
 from keratron.ops.elementwise import (
     add,
@@ -36,10 +37,10 @@ from keratron.ops.elementwise import (
     where,
     zeros_like_p,
 )
-from keratron.ops.linalg import matmul
+from keratron.ops.linalg import fused_matmul, matmul
 from keratron.ops.shape import expand_dims, stack
 
-__all__ = ["lstm", "gru"]
+__all__ = ["lstm", "lstm_sequence", "gru"]
 
 
 def _hard_sigmoid_grad(y):
@@ -254,6 +255,157 @@ def _lstm_grad_abstract(g_all, g_h, g_c, h0, c0, kernel, mask, all_h, gates, cel
 lstm_p = Primitive("lstm", _lstm_impl, _lstm_vjp, _lstm_abstract, multiple_results=True)
 lstm_grad_p = Primitive(
     "lstm_grad", _lstm_grad_impl, abstract=_lstm_grad_abstract, multiple_results=True
+)
+
+
+# ---------------------------------------------------------------- LSTM on oneDNN (CPU float32)
+# The whole layer (input projection included) as one oneDNN RNN call, forward and backward:
+# torch's CPU RNN kernel library, called directly. oneDNN keeps its own residual, a flat
+# "workspace" whose length depends on the shapes (and on oneDNN), so the abstract rule asks
+# oneDNN once per shape. `lstm_sequence` picks this path for float32 CPU values with the
+# default activations and no mask; every other case is `fused_matmul` + the `lstm` primitive.
+_LSTM_MODE = 2  # oneDNN's RNN mode number for LSTM, as torch passes it
+_workspace_numel: dict[tuple, int] = {}
+
+
+def _onednn_forward(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
+    units = h0.shape[-1]
+    xt = x.transpose(0, 1)
+    xt = (xt.flip(0) if reverse else xt).contiguous()
+    zeros = x.new_zeros(4 * units)
+    # oneDNN keeps its workspace only when torch's grad mode is on; no value here requires
+    # grad, so torch records nothing.
+    with torch.enable_grad():
+        out = torch.ops.aten.mkldnn_rnn_layer(
+            xt,
+            kernel.t(),
+            recurrent_kernel.t(),
+            zeros if bias is None else bias,
+            zeros,
+            h0,
+            c0,
+            False,
+            [],
+            _LSTM_MODE,
+            units,
+            1,
+            True,
+            False,
+            False,
+            True,
+        )
+    return out
+
+
+def _lstm_onednn_impl(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
+    y, h, c, workspace = _onednn_forward(x, kernel, recurrent_kernel, bias, h0, c0, reverse)
+    return y.transpose(0, 1), h, c, workspace
+
+
+def _lstm_onednn_abstract(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
+    (batch, steps, features), units = x.shape, h0.shape[-1]
+    key = (batch, steps, features, units)
+    if key not in _workspace_numel:
+        z = torch.zeros
+        probe = _onednn_forward(
+            z(x.shape),
+            z(kernel.shape),
+            z(recurrent_kernel.shape),
+            None,
+            z(h0.shape),
+            z(c0.shape),
+            False,
+        )
+        _workspace_numel[key] = probe[3].numel()
+    new = x.new_empty
+    return (
+        new((batch, steps, units)),
+        new((batch, units)),
+        new((batch, units)),
+        torch.empty((_workspace_numel[key],), dtype=torch.uint8, device="meta"),
+    )
+
+
+def _lstm_onednn_grad_impl(
+    g_all, g_h, g_c, x, kernel, recurrent_kernel, bias, h0, c0, all_h, h, c, workspace, reverse
+):
+    units = h0.shape[-1]
+    xt = x.transpose(0, 1)
+    xt = (xt.flip(0) if reverse else xt).contiguous()
+    y = all_h.transpose(0, 1)
+    gy = y.new_zeros(()).expand(y.shape) if g_all is None else g_all.transpose(0, 1).contiguous()
+    zeros = x.new_zeros(4 * units)
+    dx, dk, drk, db, _, dh0, dc0 = torch.ops.aten.mkldnn_rnn_layer_backward(
+        xt,
+        kernel.t(),
+        recurrent_kernel.t(),
+        zeros if bias is None else bias,
+        zeros,
+        h0,
+        c0,
+        y.contiguous(),
+        h,
+        c,
+        gy,
+        h.new_zeros(()).expand(h.shape) if g_h is None else g_h,
+        g_c,
+        False,
+        _LSTM_MODE,
+        units,
+        1,
+        True,
+        True,
+        False,
+        [],
+        False,
+        workspace,
+    )
+    dx = dx.flip(0) if reverse else dx
+    return dx.transpose(0, 1).contiguous(), dk.t(), drk.t(), db, dh0, dc0
+
+
+def _lstm_onednn_grad_abstract(
+    g_all, g_h, g_c, x, kernel, recurrent_kernel, bias, h0, c0, all_h, h, c, workspace, reverse
+):
+    return (
+        torch.empty_like(x),
+        torch.empty_like(kernel),
+        torch.empty_like(recurrent_kernel),
+        torch.empty_like(kernel[0]),
+        torch.empty_like(h0),
+        torch.empty_like(c0),
+    )
+
+
+def _lstm_projected_steps(x, kernel, recurrent_kernel, bias, h0, c0, mask, reverse):
+    """The same recurrence with keratron ops (for gradients of gradients)."""
+    proj = fused_matmul(x, kernel, bias)
+    return _lstm_steps(proj, h0, c0, recurrent_kernel, mask, reverse, "tanh", "sigmoid", False)
+
+
+def _lstm_onednn_vjp(gs, x, kernel, recurrent_kernel, bias, h0, c0, out, reverse):
+    inputs = [x, kernel, recurrent_kernel, bias, h0, c0]
+    if _backward_is_recorded():
+        filled = [zeros_like_p.bind(o) if g is None else g for g, o in zip(gs[:3], out[:3])]
+        params = {"reverse": reverse}
+        return _composite_vjp(_lstm_projected_steps, filled, inputs, None, params)
+    grads = lstm_onednn_grad_p.bind(gs[0], gs[1], gs[2], *inputs, *out, reverse=reverse)
+    return grads[:3] + (None if bias is None else grads[3],) + grads[4:]
+
+
+_lstm_onednn_vjp.accepts_none = True
+lstm_onednn_p = Primitive(
+    "lstm_onednn",
+    _lstm_onednn_impl,
+    _lstm_onednn_vjp,
+    _lstm_onednn_abstract,
+    multiple_results=True,
+)
+lstm_onednn_grad_p = Primitive(
+    "lstm_onednn_grad",
+    _lstm_onednn_grad_impl,
+    abstract=_lstm_onednn_grad_abstract,
+    multiple_results=True,
 )
 
 
@@ -630,6 +782,83 @@ def lstm(
         recurrent_activation=recurrent_activation,
         zero_output_for_mask=bool(zero_output_for_mask),
     )
+    return out[0], out[1], out[2]
+
+
+def lstm_sequence(
+    x,
+    kernel,
+    recurrent_kernel,
+    bias,
+    h0,
+    c0,
+    mask=None,
+    reverse: bool = False,
+    activation: str = "tanh",
+    recurrent_activation: str = "sigmoid",
+    zero_output_for_mask: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Runs an LSTM layer over a whole sequence: `lstm` after the input projection.
+
+    The same result as `lstm(x @ kernel + bias, h0, c0, recurrent_kernel, ...)`. For float32
+    on the CPU with tanh / sigmoid activations and no mask, projection and recurrence are one
+    oneDNN RNN call forward and one backward.
+
+    Args:
+        x: inputs, shape (batch, time, features).
+        kernel: (features, 4 * units).
+        recurrent_kernel: (units, 4 * units).
+        bias: (4 * units,) or None.
+        h0, c0, mask, reverse, activation, recurrent_activation, zero_output_for_mask: as
+            in `lstm`.
+
+    Returns:
+        `(all_h, last_h, last_c)`: outputs (batch, time, units) and final states.
+
+    Raises:
+        ValueError: on shape mismatches or unknown activation names.
+
+    Example:
+        >>> all_h, h, c = lstm_sequence(np.zeros((2, 5, 4), "float32"),
+        ...     np.zeros((4, 12), "float32"), np.zeros((3, 12), "float32"), None,
+        ...     np.zeros((2, 3), "float32"), np.zeros((2, 3), "float32"))
+        >>> all_h.shape, c.shape
+        ((2, 5, 3), (2, 3))
+    """
+    x = as_tensor(x)
+    if x.ndim != 3:
+        raise ValueError(
+            f"lstm_sequence: `x` must have shape (batch, time, features). Received: "
+            f"x.shape={x.shape}"
+        )
+    kernel, recurrent_kernel = as_tensor(kernel), as_tensor(recurrent_kernel)
+    plain = mask is None and (activation, recurrent_activation) == ("tanh", "sigmoid")
+    values = [kernel._value, recurrent_kernel._value, x._value]
+    if not (plain and x.shape[1] and _dispatch.uses_onednn_rnn(values)):
+        return lstm(
+            fused_matmul(x, kernel, bias),
+            h0,
+            c0,
+            recurrent_kernel,
+            mask,
+            reverse,
+            activation,
+            recurrent_activation,
+            zero_output_for_mask,
+        )
+    (batch, _, features), units = x.shape, recurrent_kernel.shape[0]
+    device = x._value.device
+
+    def same(name, t, shape):
+        t = on_device(cast(as_tensor(t), "float32"), device)
+        _check_shape("lstm_sequence", name, t, shape)
+        return t
+
+    kernel = same("kernel", kernel, (features, 4 * units))
+    rkernel = same("recurrent_kernel", recurrent_kernel, (units, 4 * units))
+    bias = None if bias is None else same("bias", bias, (4 * units,))
+    h0, c0 = same("h0", h0, (batch, units)), same("c0", c0, (batch, units))
+    out = lstm_onednn_p.bind(x, kernel, rkernel, bias, h0, c0, reverse=bool(reverse))
     return out[0], out[1], out[2]
 
 

@@ -489,7 +489,7 @@ def test_empty_sequence_passes_states_through():
 
 def test_fused_paths_are_used(monkeypatch):
     calls = []
-    for name in ("lstm", "gru"):
+    for name in ("lstm_sequence", "gru"):
         real = getattr(kt.ops, name)
         monkeypatch.setattr(
             kt.ops, name, lambda *a, _real=real, _n=name, **k: calls.append(_n) or _real(*a, **k)
@@ -498,10 +498,10 @@ def test_fused_paths_are_used(monkeypatch):
     L.LSTM(3)(x)
     L.GRU(3, dropout=0.5)(x, training=True)
     L.GRU(3, recurrent_dropout=0.5)(x)  # inference: recurrent dropout is off, fused path
-    assert calls == ["lstm", "gru", "gru"]
+    assert calls == ["lstm_sequence", "gru", "gru"]
     L.LSTM(3, recurrent_dropout=0.5)(x, training=True)
     L.LSTM(3, activation="softsign")(x)
-    assert calls == ["lstm", "gru", "gru"]
+    assert calls == ["lstm_sequence", "gru", "gru"]
 
 
 # ---------------------------------------------------------------------------------- configs

@@ -487,3 +487,166 @@ def test_first_order_gradient_is_the_same_under_an_outer_tape():
         composite = grads()
     for a, b in zip(fused, composite):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------ lstm_sequence (oneDNN)
+# (id, batch, steps, features, units, reverse, bias)
+SEQ_CASES = [
+    ("T1_nobias", 1, 1, 2, 3, False, False),
+    ("T7", 3, 7, 5, 6, False, True),
+    ("T5_reverse", 2, 5, 9, 33, True, True),
+    ("T6_reverse_nobias", 4, 6, 3, 8, True, False),
+]
+SEQ_IDS = [c[0] for c in SEQ_CASES]
+
+
+def seq_args(b, t, f, u, bias, dtype="float64"):
+    args = [
+        R.standard_normal((b, t, f)),
+        R.standard_normal((f, 4 * u)) * 0.5,
+        R.standard_normal((u, 4 * u)) * 0.5,
+        R.standard_normal((b, u)),
+        R.standard_normal((b, u)),
+    ]
+    if bias:
+        args.append(R.standard_normal(4 * u) * 0.5)
+    return [a.astype(dtype) for a in args]
+
+
+def seq_fn(reverse, **kw):
+    def fn(x, k, rk, h, c, bias=None):
+        return rnn.lstm_sequence(x, k, rk, bias, h, c, reverse=reverse, **kw)
+
+    return fn
+
+
+def torch_seq(reverse):
+    def fn(x, k, rk, h, c, bias=None):
+        proj = x @ k + (0 if bias is None else bias)
+        return torch_lstm(proj, h, c, rk, reverse=reverse)
+
+    return fn
+
+
+@pytest.fixture
+def onednn_calls(monkeypatch):
+    """Counts calls of the oneDNN forward and backward implementations."""
+    calls = []
+    for prim in (rnn.lstm_onednn_p, rnn.lstm_onednn_grad_p):
+        real = prim.impl
+        monkeypatch.setattr(
+            prim, "impl", lambda *a, _r=real, _n=prim.name, **k: calls.append(_n) or _r(*a, **k)
+        )
+    return calls
+
+
+@pytest.mark.parametrize("case", SEQ_CASES, ids=SEQ_IDS)
+def test_lstm_sequence_float32_on_onednn_against_torch(case, onednn_calls):
+    # Values and every input gradient against torch.autograd through the plain torch loop.
+    _, b, t, f, u, reverse, bias = case
+    args = seq_args(b, t, f, u, bias, "float32")
+    check_against_torch(seq_fn(reverse), torch_seq(reverse), args, rtol=2e-5, atol=2e-5)
+    assert "lstm_onednn" in onednn_calls and "lstm_onednn_grad" in onednn_calls
+
+
+@pytest.mark.parametrize("case", SEQ_CASES, ids=SEQ_IDS)
+def test_lstm_sequence_float64_grads(case, onednn_calls):
+    # float64 runs as the projection and the `lstm` primitive: central differences.
+    _, b, t, f, u, reverse, bias = case
+    args = seq_args(b, t, f, u, bias)
+    check_grads(seq_fn(reverse), args)
+    check_against_torch(seq_fn(reverse), torch_seq(reverse), args)
+    assert onednn_calls == []
+
+
+@pytest.mark.parametrize("pick", [0, 1, 2], ids=["all_h", "last_h", "last_c"])
+def test_lstm_sequence_one_output_alone(pick):
+    # Cotangents on one output only: the others reach oneDNN's backward as zeros.
+    args = [kt.convert_to_tensor(a) for a in seq_args(3, 4, 5, 6, True, "float32")]
+    with kt.GradientTape() as tape:
+        tape.watch(args)
+        out = seq_fn(False)(*args)[pick]
+        loss = kt.ops.sum(out * out)
+    grads = tape.gradient(loss, args)
+    targs = [torch.tensor(a.numpy(), requires_grad=True) for a in args]
+    ref = torch_seq(False)(*targs)[pick]
+    want = torch.autograd.grad((ref * ref).sum(), targs)
+    for g, w in zip(grads, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=2e-5, atol=2e-5)
+
+
+def test_lstm_sequence_second_order_through_onednn(onednn_calls):
+    # Under a recording outer tape the VJP is the differentiable step-by-step form: the
+    # gradient of <u, grad> must equal torch's double backward of the same loop.
+    args = seq_args(2, 4, 3, 5, True, "float32")
+    us = [R.standard_normal(s).astype("float32") for s in [(2, 4, 5), (2, 5), (2, 5)]]
+    xs = [kt.convert_to_tensor(a) for a in args]
+    with kt.GradientTape() as outer:
+        outer.watch(xs)
+        with kt.GradientTape() as inner:
+            inner.watch(xs)
+            outs = seq_fn(False)(*xs)
+            loss = sum(kt.ops.sum(o * u) for o, u in zip(outs, us))
+        g_kernel = inner.gradient(loss, xs[1])
+        second = kt.ops.sum(g_kernel * g_kernel)
+    got = outer.gradient(second, xs)
+    ts = [torch.tensor(a, requires_grad=True) for a in args]
+    touts = torch_seq(False)(*ts)
+    tloss = sum((o * torch.tensor(u)).sum() for o, u in zip(touts, us))
+    (tg,) = torch.autograd.grad(tloss, ts[1], create_graph=True)
+    want = torch.autograd.grad((tg * tg).sum(), ts)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-4)
+    assert "lstm_onednn" in onednn_calls
+
+
+def test_lstm_sequence_traced_matches_eager(onednn_calls):
+    from keratron.autodiff.function import function
+
+    x, k, rk, h, c, bias = seq_args(3, 6, 4, 5, True, "float32")
+    x, h, c = (kt.convert_to_tensor(a) for a in (x, h, c))
+    weights = [kt.Variable(a) for a in (k, rk, bias)]
+
+    def step(x):
+        with kt.GradientTape() as tape:
+            tape.watch(x)
+            all_h, last_h, _ = rnn.lstm_sequence(x, weights[0], weights[1], weights[2], h, c)
+            loss = kt.ops.sum(all_h * all_h) + kt.ops.sum(last_h)
+        return loss, tape.gradient(loss, [x, *weights])
+
+    traced = function(step)
+    for _ in range(2):  # trace, then replay
+        loss, grads = traced(x)
+    want_loss, want_grads = step(x)
+    np.testing.assert_allclose(float(loss), float(want_loss), rtol=1e-6)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+    assert onednn_calls.count("lstm_onednn") == 3  # two traced calls and the eager one
+
+
+def test_lstm_sequence_abstract_matches_onednn():
+    x, k, rk, h, c, bias = (torch.tensor(a) for a in seq_args(2, 5, 3, 7, True, "float32"))
+    outs = _assert_abstract_matches(rnn.lstm_onednn_p, [x, k, rk, bias, h, c], {"reverse": True})
+    grad_in = [outs[0], outs[1], outs[2], x, k, rk, bias, h, c, *outs]
+    _assert_abstract_matches(rnn.lstm_onednn_grad_p, grad_in, {"reverse": True})
+
+
+def test_lstm_sequence_other_cases_use_the_lstm_primitive(onednn_calls):
+    args = seq_args(3, 5, 4, 3, True, "float32")
+    mask = make_mask(3, 5)
+    ref = lambda x, k, rk, h, c, b: torch_lstm(x @ k + b, h, c, rk, mask)  # noqa: E731
+    check_against_torch(seq_fn(False, mask=mask), ref, args, rtol=2e-5, atol=2e-5)
+    act = seq_fn(False, activation="relu", recurrent_activation="hard_sigmoid")
+    ref = lambda x, k, rk, h, c, b: torch_lstm(x @ k + b, h, c, rk, act="relu", ract="hard_sigmoid")  # noqa: E731
+    check_against_torch(act, ref, args, rtol=2e-5, atol=2e-5)
+    assert onednn_calls == []
+
+
+def test_lstm_sequence_argument_errors():
+    x, k, rk, h, c = seq_args(2, 3, 4, 5, False, "float32")
+    with pytest.raises(ValueError, match=r"lstm_sequence: `x` must have shape \(batch, time"):
+        rnn.lstm_sequence(x[0], k, rk, None, h, c)
+    with pytest.raises(ValueError, match=r"lstm_sequence: `kernel` must have shape \(4, 20\)"):
+        rnn.lstm_sequence(x, k[:-1], rk, None, h, c)
+    with pytest.raises(ValueError, match=r"lstm_sequence: `c0` must have shape \(2, 5\)"):
+        rnn.lstm_sequence(x, k, rk, None, h, c[:, :-1])
