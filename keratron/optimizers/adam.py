@@ -7,6 +7,9 @@ import torch
 
 from keratron.optimizers.base_optimizer import Optimizer
 
+# Dtypes torch's fused CPU Adam kernel takes (half precision goes through the foreach ops).
+_FUSED_DTYPES = (torch.float32, torch.float64)
+
 
 class Adam(Optimizer):
     """Adam, as Keras 3 defines it (epsilon is added to `sqrt(v)`, "epsilon hat").
@@ -96,6 +99,9 @@ class Adam(Optimizer):
             alpha = float(
                 f(float(lr)) * np.sqrt(one - f(self.beta_2) ** t) / (one - f(self.beta_1) ** t)
             )
+            if values[0].dtype in _FUSED_DTYPES:
+                self._fused_update(values, grads, m, v, idx, float(t), alpha)
+                return
         else:
             # Elsewhere the scalars stay on the device, so a step never waits on the host.
             t = (self._step_count(lr.device) + 1).to(lr.dtype)
@@ -115,6 +121,33 @@ class Adam(Optimizer):
         torch._foreach_add_(denom, self.epsilon)
         torch._foreach_div_(denom, -alpha)
         torch._foreach_addcdiv_(values, m, denom)
+
+    def _fused_update(self, values, grads, m, v, idx, t, alpha):
+        """One pass over each variable in torch's fused CPU Adam kernel.
+
+        The kernel computes lr / c1 * m / (sqrt(v) / sqrt(c2) + eps) with its own bias
+        corrections c1 = 1 - b1^t, c2 = 1 - b2^t in float64. Handing it lr = alpha * c1 /
+        sqrt(c2) and eps / sqrt(c2) leaves Keras's update, alpha * m / (sqrt(v) + eps), with
+        Keras's alpha (computed at the variables' precision); the moments move by 1 - beta
+        taken in float64, as Keras's do.
+        """
+        beta_1, beta_2 = float(self.beta_1), float(self.beta_2)
+        c1, c2 = 1.0 - beta_1**t, 1.0 - beta_2**t
+        torch._fused_adam_(
+            values,
+            grads,
+            m,
+            v,
+            [self._velocity_hats[i]._value for i in idx] if self.amsgrad else [],
+            [torch.tensor(t)] * len(values),
+            lr=alpha * c1 / np.sqrt(c2),
+            beta1=beta_1,
+            beta2=beta_2,
+            weight_decay=0.0,
+            eps=self.epsilon / np.sqrt(c2),
+            amsgrad=self.amsgrad,
+            maximize=False,
+        )
 
     def get_config(self):
         config = super().get_config()
