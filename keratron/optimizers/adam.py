@@ -99,7 +99,10 @@ class Adam(Optimizer):
             alpha = float(
                 f(float(lr)) * np.sqrt(one - f(self.beta_2) ** t) / (one - f(self.beta_1) ** t)
             )
-            if values[0].dtype in _FUSED_DTYPES:
+            if values[0].dtype in _FUSED_DTYPES and all(x.is_contiguous() for x in values):
+                # The fused kernel walks every tensor as flat memory: gradients that are
+                # views in another layout (a transposed kernel gradient) are made dense.
+                grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
                 self._fused_update(values, grads, m, v, idx, float(t), alpha)
                 return
         else:

@@ -460,3 +460,21 @@ def test_tf_keras_2_lr_attribute():
         opt.lr = 0.3
     assert float(opt.learning_rate.numpy()) == pytest.approx(0.3)
     assert float(O.SGD(np.array(0.2)).learning_rate.numpy()) == pytest.approx(0.2)
+
+
+def test_adam_takes_gradients_in_any_layout():
+    # The fused CPU update walks flat memory: transposed and broadcast gradients must give
+    # the same step as dense copies of them.
+    g = np.arange(12, dtype="float32").reshape(4, 3) / 10 - 0.5
+    views = [torch.tensor(g.T.copy()).t(), torch.tensor([0.25]).expand(3)]
+    dense = [v.contiguous() for v in views]
+    results = []
+    for grads in (views, dense):
+        a, b = kt.Variable(np.ones((4, 3), "float32")), kt.Variable(np.ones(3, "float32"))
+        opt = O.Adam(0.1)
+        for _ in range(2):
+            opt.apply(grads, [a, b])
+        results.append((a.numpy(), b.numpy()))
+    assert not views[0].is_contiguous() and not views[1].is_contiguous()
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
