@@ -390,6 +390,8 @@ _FRESH = (
         "logsumexp",
         "clip",
         "relu6",
+        "relu_grad",
+        "relu6_grad",
         "softplus",
         "stack",
         "concatenate",

@@ -417,7 +417,19 @@ def imag(x):
 
 # ------------------------------------------------------------------------ activations that
 # need numerically careful primitives (the rest are composites in ops.nn)
-relu_p = Primitive("relu", torch.relu, lambda g, x, out: (where(greater(x, 0), g, 0),))
+# The derivatives of relu and relu6 as one pass each (torch's threshold / hardtanh backward):
+# g where 0 < x (< 6), else 0. Read off the input or, equally, off the output.
+relu_grad_p = Primitive(
+    "relu_grad",
+    lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),
+    lambda gg, g, x, out: (relu_grad_p.bind(gg, x), None),
+)
+relu6_grad_p = Primitive(
+    "relu6_grad",
+    lambda g, x: torch.ops.aten.hardtanh_backward(g, x, 0.0, 6.0),
+    lambda gg, g, x, out: (relu6_grad_p.bind(gg, x), None),
+)
+relu_p = Primitive("relu", torch.relu, lambda g, x, out: (relu_grad_p.bind(g, x),))
 
 
 def relu(x):
@@ -427,7 +439,7 @@ def relu(x):
 relu6_p = Primitive(
     "relu6",
     lambda x: torch.clamp(x, 0.0, 6.0),
-    lambda g, x, out: (where(logical_and(greater(x, 0), less(x, 6)), g, 0),),
+    lambda g, x, out: (relu6_grad_p.bind(g, x),),
 )
 
 

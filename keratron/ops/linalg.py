@@ -26,12 +26,12 @@ from keratron.ops.elementwise import (
     erf,
     exp,
     greater,
-    less,
-    logical_and,
     multiply,
     negative,
     not_equal,
     power,
+    relu6_grad_p,
+    relu_grad_p,
     sqrt,
     square,
     subtract,
@@ -111,9 +111,9 @@ def epilogue_grad(g: Tensor, out: Tensor, activation, pre_activation) -> Tensor:
     if activation is None:
         return g
     if activation == "relu":
-        return where(greater(out, 0), g, 0)
+        return relu_grad_p.bind(g, out)
     if activation == "relu6":
-        return where(logical_and(greater(out, 0), less(out, 6)), g, 0)
+        return relu6_grad_p.bind(g, out)
     if activation == "sigmoid":
         return multiply(g, multiply(out, subtract(1, out)))
     if activation == "tanh":
