@@ -596,16 +596,17 @@ def _max_pool_indices(x, pool_size, strides, padding):
 
 
 def _max_pool_impl(x, pool_size, strides, padding):
-    nd = x.dim() - 2
-    if _has_pad(padding):
-        x = _pad_cl(x, padding, _lowest(x.dtype))
-    fn = F.max_pool2d if nd == 2 else F.max_pool3d
-    return _to_cl(fn(_to_cf(x), pool_size, strides))
+    # The argmax indices are a second (integer) output: the backward reuses them.
+    _, out, idx = _max_pool_indices(x, pool_size, strides, padding)
+    return _to_cl(out), idx
 
 
-def _max_pool_grad_impl(x, g, pool_size, strides, padding):
+def _max_pool_grad_impl(x, g, idx, pool_size, strides, padding):
     nd = x.dim() - 2
-    xt, _, idx = _max_pool_indices(x, pool_size, strides, padding)
+    if idx is None:
+        xt, _, idx = _max_pool_indices(x, pool_size, strides, padding)
+    else:
+        xt = _to_cf(_pad_cl(x, padding, _lowest(x.dtype)) if _has_pad(padding) else x)
     gi = _MAX_POOL[nd][1](
         _to_cf(g), xt, list(pool_size), list(strides), [0] * nd, [1] * nd, False, idx
     )
@@ -628,20 +629,24 @@ def _pool_params(pool_size, strides, padding):
     return dict(pool_size=pool_size, strides=strides, padding=padding)
 
 
-max_pool_p = Primitive(
-    "max_pool",
-    _max_pool_impl,
-    lambda g, x, out, pool_size, strides, padding: (
-        max_pool_grad_p.bind(x, g, **_pool_params(pool_size, strides, padding)),
-    ),
-)
+def _max_pool_vjp(gs, x, out, pool_size, strides, padding):
+    if gs[0] is None:  # only the indices were reached: they carry no gradient
+        return (None,)
+    params = _pool_params(pool_size, strides, padding)
+    return (max_pool_grad_p.bind(x, gs[0], out[1], **params),)
+
+
+_max_pool_vjp.accepts_none = True
+max_pool_p = Primitive("max_pool", _max_pool_impl, _max_pool_vjp, multiple_results=True)
 # The gradient of max_pool_grad w.r.t. x is zero almost everywhere (it is piecewise constant).
+# Without indices (None), max_pool_grad finds them again from x.
 max_pool_grad_p = Primitive(
     "max_pool_grad",
     _max_pool_grad_impl,
-    lambda h, x, g, out, pool_size, strides, padding: (
+    lambda h, x, g, idx, out, pool_size, strides, padding: (
         None,
         max_pool_gather_p.bind(x, h, **_pool_params(pool_size, strides, padding)),
+        None,
     ),
 )
 max_pool_gather_p = Primitive(
@@ -649,7 +654,7 @@ max_pool_gather_p = Primitive(
     _max_pool_gather_impl,
     lambda g, x, h, out, pool_size, strides, padding: (
         None,
-        max_pool_grad_p.bind(x, g, **_pool_params(pool_size, strides, padding)),
+        max_pool_grad_p.bind(x, g, None, **_pool_params(pool_size, strides, padding)),
     ),
 )
 
@@ -729,9 +734,10 @@ def _pool(op, prim, inputs, pool_size, strides, padding, data_format):
             strides=(1, *strides),
             padding=((0, 0), *pads),
         )
-        y = squeeze(y, 1)
+        y = squeeze(y[0] if prim.multiple_results else y, 1)
     else:
         y = prim.bind(x, pool_size=pool_size, strides=strides, padding=pads)
+        y = y[0] if prim.multiple_results else y
     return _restore(y, data_format)
 
 
