@@ -22,6 +22,7 @@ from keratron.autodiff.tensor import Tensor
 from keratron.distribute import hooks as distribute_hooks
 from keratron.models import data_adapter
 from keratron.models.data_adapter import EpochIterator, unpack_x_y_sample_weight
+from keratron.utils import host_memory
 
 __all__ = ["Trainer"]
 
@@ -529,6 +530,7 @@ class Trainer:
             >>> history.history["loss"]
         """
         self._assert_compile_called("fit")
+        host_memory.keep_freed_host_memory()
         verbose = _resolve_verbose(verbose)
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = data_adapter.train_validation_split(
@@ -655,6 +657,7 @@ class Trainer:
         if kwargs:
             raise ValueError(f"Arguments not recognized: {kwargs}")
         self._assert_compile_called("evaluate")
+        host_memory.keep_freed_host_memory()
         verbose = _resolve_verbose(verbose)
         if use_cached:
             iterator = self._eval_iterator
@@ -706,6 +709,7 @@ class Trainer:
         Example:
             >>> probs = model.predict(x_test, batch_size=128, verbose=0)
         """
+        host_memory.keep_freed_host_memory()
         verbose = _resolve_verbose(verbose)
         iterator = EpochIterator(
             x,
