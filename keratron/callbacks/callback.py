@@ -147,6 +147,17 @@ class CallbackList(Callback):
     def __iter__(self):
         return iter(self.callbacks)
 
+    def implements(self, name: str) -> bool:
+        """Whether any callback does something in hook `name` (a method overriding the base
+        class's no-op, or a function set on the instance, as LambdaCallback does). The loops
+        skip building per-batch logs nobody reads."""
+        names = (name, "on_batch_end") if name == "on_train_batch_end" else (name,)
+        return any(
+            n in vars(cb) or getattr(type(cb), n) is not getattr(Callback, n)
+            for cb in self.callbacks
+            for n in names
+        )
+
 
 for _name in [n for n in vars(Callback) if n.startswith("on_")]:
     setattr(CallbackList, _name, _forward(_name))

@@ -554,6 +554,7 @@ class Trainer:
         self.stop_training = False
         self._eval_iterator = None
         train_function = self.make_train_function()
+        batch_end = callbacks.implements("on_train_batch_end")
         training_logs = {}
         self._in_fit = True
         try:
@@ -569,7 +570,8 @@ class Trainer:
                 for begin, end, batches in iterator:
                     callbacks.on_train_batch_begin(begin)
                     logs = train_function(batches)
-                    callbacks.on_train_batch_end(end, _python_logs(logs))
+                    if batch_end:
+                        callbacks.on_train_batch_end(end, _python_logs(logs))
                     if self.stop_training:
                         break
                 if logs is None:
@@ -678,10 +680,12 @@ class Trainer:
         callbacks.on_test_begin()
         self.reset_metrics()
         logs = {}
+        batch_end = callbacks.implements("on_test_batch_end")
         for begin, end, batches in iterator:
             callbacks.on_test_batch_begin(begin)
             logs = test_function(batches)
-            callbacks.on_test_batch_end(end, _python_logs(logs))
+            if batch_end:
+                callbacks.on_test_batch_end(end, _python_logs(logs))
             if self.stop_evaluating:
                 break
         logs = _python_logs(self._get_metrics_result_or_logs(logs))

@@ -187,3 +187,33 @@ def test_remote_monitor_unwraps_numpy_and_warns_when_unreachable(server):
     monitor = keras.callbacks.RemoteMonitor(root=f"http://127.0.0.1:{port}")
     with pytest.warns(UserWarning, match="Could not reach RemoteMonitor root server"):
         drive(monitor, StandInModel(), [{"loss": 1.0}])
+
+
+def test_callback_list_knows_which_batch_hooks_do_something():
+    from keratron.callbacks.callback import CallbackList
+
+    class Counter(keras.callbacks.Callback):
+        def on_batch_end(self, batch, logs=None):  # the tf.keras 2 alias counts too
+            pass
+
+    plain = CallbackList([], add_history=True)
+    assert not plain.implements("on_train_batch_end")
+    assert not plain.implements("on_test_batch_end")
+    assert CallbackList([Counter()]).implements("on_train_batch_end")
+    lam = CallbackList([keras.callbacks.LambdaCallback(on_test_batch_end=lambda b, logs: None)])
+    assert lam.implements("on_test_batch_end") and not lam.implements("on_train_batch_end")
+
+
+def test_batch_end_logs_reach_a_lambda_callback_as_floats():
+    seen = []
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    cb = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(logs))
+    model.fit(
+        np.ones((8, 3), "float32"),
+        np.ones((8, 1), "float32"),
+        batch_size=4,
+        callbacks=[cb],
+        verbose=0,
+    )
+    assert len(seen) == 2 and all(isinstance(s["loss"], float) for s in seen)
