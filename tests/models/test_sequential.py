@@ -114,7 +114,7 @@ def test_subclassed_model_tracks_layers_and_builds(rng):
     out = model(data)
     assert out.shape == (3, 1) and len(model.weights) == 4
     w1, b1, w2, b2 = model.get_weights()
-    np.testing.assert_allclose(out.numpy(), np.tanh(data @ w1 + b1) @ w2 + b2, rtol=1e-5)
+    np.testing.assert_allclose(out.numpy(), np.tanh(data @ w1 + b1) @ w2 + b2, rtol=1e-5, atol=1e-6)
     built = TwoLayers()
     built.build((None, 2))
     assert [w.shape for w in built.weights] == [(2, 4), (4,), (4, 1), (1,)]
