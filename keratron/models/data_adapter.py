@@ -95,6 +95,27 @@ def _to_tensor(x):
     return x
 
 
+def _indexable(a):
+    """An array leaf as a torch tensor sharing its memory where torch has its dtype (float64
+    cast to floatx once, as each batch would be); other leaves stay numpy arrays."""
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf" or a.ndim == 0:
+        return a
+    if a.dtype == np.float64:
+        return torch.from_numpy(a.astype(config.floatx()))
+    try:
+        return torch.from_numpy(a if a.flags.writeable and a.flags.c_contiguous else a.copy())
+    except TypeError:  # a dtype torch lacks (unsigned 16/32/64-bit in some builds)
+        return a
+
+
+def _take(a, idx):
+    if a is None:
+        return None
+    if isinstance(a, torch.Tensor):
+        return a[idx] if isinstance(idx, slice) else a.index_select(0, idx)
+    return a[idx if isinstance(idx, slice) else idx.numpy()]
+
+
 def _convert_batch(batch):
     if isinstance(batch, dict):
         return {k: _convert_batch(v) for k, v in batch.items()}
@@ -176,6 +197,9 @@ class _ArrayAdapter:
             sample_weight = class_weight_to_sample_weights(y, class_weight)
         data = pack_x_y_sample_weight(x, y, sample_weight)
         self._data = tree.map_structure(_to_numpy, data)
+        # Batches are cut from torch views of the arrays (made once, sharing their memory):
+        # a slice is then free and a shuffled batch one multi-threaded index_select.
+        self._tensors = tree.map_structure(_indexable, self._data)
         sizes = {int(a.shape[0]) for a in tree.flatten(self._data) if a is not None}
         if len(sizes) != 1:
             detail = {
@@ -201,16 +225,16 @@ class _ArrayAdapter:
         n, bs = self.num_samples, self.batch_size
         perm = None
         if self.shuffle and self.shuffle != "batch":
-            perm = np.random.permutation(n)
+            perm = torch.from_numpy(np.random.permutation(n))
         for i in range(self.num_batches):
             lo, hi = i * bs, min((i + 1) * bs, n)
             if self.shuffle == "batch":
-                idx = np.random.permutation(hi - lo) + lo
+                idx = torch.from_numpy(np.random.permutation(hi - lo) + lo)
             elif perm is not None:
                 idx = perm[lo:hi]
             else:
                 idx = slice(lo, hi)
-            yield tree.map_structure(lambda a, idx=idx: None if a is None else a[idx], self._data)
+            yield tree.map_structure(lambda a, idx=idx: _take(a, idx), self._tensors)
 
 
 class _IterableAdapter:
