@@ -47,6 +47,7 @@ from keratron.ops.extra import _const, _float
 from keratron.ops.linalg import _promote, matmul, solve
 from keratron.ops.reduction import mean, sum
 from keratron.ops.shape import (
+    _home,
     concatenate,
     expand_dims,
     get_item,
@@ -75,6 +76,7 @@ __all__ = [
     "gaussian_blur",
     "sobel_edges",
     "ssim",
+    "elastic_transform",
 ]
 
 
@@ -986,3 +988,130 @@ def ssim(
     per = mean(reshape(divide(num, den), (n, c, -1)), axis=(1, 2))
     per = per if batched else squeeze(per, 0)
     return cast(per, dtype) if dtype != per.dtype else per
+
+
+# ------------------------------------------------------------------------------ random warps
+def _gather_field(x: Tensor, y_in: Tensor, x_in: Tensor, order, fill_mode, fill_value):
+    """x: (B, H, W, C); y_in, x_in: (B, H, W) input (row, column) of every output pixel."""
+    b, h, w, c = x.shape
+    flat = reshape(x, (b * h * w, c))
+    # Flat indices are built in int64: a float index stops being exact past 2**24 pixels.
+    offs = _const(np.arange(b)[:, None, None] * h * w, x)
+    per_axis = [
+        [
+            (cast(_fix_index(i, n, fill_mode), "int64"), _inside(i, n, fill_mode), wgt)
+            for i, wgt in _nodes(coord, order)
+        ]
+        for coord, n in ((y_in, h), (x_in, w))
+    ]
+    total = None
+    for (fy, oky, wy), (fx, okx, wx) in itertools.product(*per_axis):
+        vals = take_p.bind(flat, add(add(multiply(fy, w), fx), offs), axis=0)  # (B, H, W, C)
+        if oky is not None:
+            valid = expand_dims(logical_and(oky, okx), -1)
+            vals = where(valid, vals, cast(as_tensor(fill_value), vals.dtype))
+        if wy is not None:
+            vals = multiply(vals, expand_dims(multiply(wy, wx), -1))
+        total = vals if total is None else add(total, vals)
+    return total
+
+
+def _real(v, name: str) -> float:
+    """A Python number, numpy scalar or 0-d tensor as a float (strings and bools refused)."""
+    try:
+        if isinstance(v, (bool, str, bytes)):
+            raise TypeError
+        return float(v)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"elastic_transform: argument `{name}` must be a real number. "
+            f"Received: {name}={v!r} (of type {type(v).__name__})"
+        ) from None
+
+
+def elastic_transform(
+    images,
+    alpha=20.0,
+    sigma=5.0,
+    interpolation="bilinear",
+    fill_mode="reflect",
+    fill_value=0.0,
+    seed=None,
+    data_format=None,
+):
+    """Warps images by a random, smooth displacement field (Simard et al., 2003).
+
+    Two fields of normal noise with standard deviation `sigma` per image (one for the
+    column, one for the row displacement) are blurred with a zero-padded Gaussian of
+    standard deviation `sigma` and size `int(6 * sigma) | 1`, scaled by `alpha`, and output
+    pixel (row, col) reads the input at (row + dy, col + dx). All channels of an image share
+    its field. Differentiable in `images`.
+
+    Args:
+        images: a 3-D image or a 4-D batch of images.
+        alpha: scale of the displacements, in pixels per unit of blurred noise.
+        sigma: standard deviation of the noise and of the Gaussian blur (> 0); larger
+            values give smoother fields.
+        interpolation: "nearest" or "bilinear".
+        fill_mode: how reads outside the image are resolved: "reflect" (d c b a | a b c d),
+            "mirror" (d c b | a b c d), "wrap", "nearest" or "constant".
+        fill_value: the value outside the image for fill_mode="constant".
+        seed: an int (the same field on every call), a `keratron.random.SeedGenerator`
+            (a new field on every call, reproducibly) or None (the global generator).
+        data_format: "channels_last" or "channels_first"; None uses the global setting.
+
+    Returns:
+        The warped images, with the shape and dtype of `images`.
+
+    Raises:
+        ValueError: unknown `interpolation` or `fill_mode`, `sigma` not positive, or
+            `images` not of rank 3 or 4.
+        TypeError: `alpha` or `sigma` not a number.
+
+    Example:
+        >>> x = keratron.random.uniform((2, 32, 32, 3), seed=0)
+        >>> keratron.ops.image.elastic_transform(x, alpha=10.0, sigma=3.0, seed=1).shape
+        (2, 32, 32, 3)
+    """
+    # keratron.random is built on keratron.ops, so it can only be imported once ops exists.
+    from keratron import random
+
+    op = "elastic_transform"
+    if interpolation not in _AFFINE_METHODS:
+        raise ValueError(
+            f"{op}: argument `interpolation` must be one of {tuple(_AFFINE_METHODS)}. "
+            f"Received: interpolation={interpolation!r}"
+        )
+    if fill_mode not in _FILL_MODES:
+        raise ValueError(
+            f"{op}: argument `fill_mode` must be one of {_FILL_MODES}. "
+            f"Received: fill_mode={fill_mode!r}"
+        )
+    x, fmt, batched = _prepare(images, data_format, op)
+    alpha, sigma = _real(alpha, "alpha"), _real(sigma, "sigma")
+    if not sigma > 0:  # also rejects NaN; sigma = 0 would make the Gaussian 0 / 0
+        raise ValueError(f"{op}: argument `sigma` must be positive. Received: sigma={sigma}")
+    seed = random._check_seed(seed, op)
+    dtype = x.dtype
+    xf = _float(x)
+    if xf.dtype in ("float16", "bfloat16"):
+        # Coordinates in half precision are off by whole pixels past 256 (bfloat16) or
+        # 2048 (float16) rows; warp in float32 and round once at the end.
+        xf = cast(xf, "float32")
+    b, h, w, _ = xf.shape
+    # Both fields come from one draw: an int seed repeats its values on every draw, so two
+    # draws would make the row and column displacements equal.
+    with config.device(str(_home(xf))):
+        noise = random.normal((2 * b, h, w, 1), stddev=sigma, dtype=xf.dtype, seed=seed)
+    # The 2-D Gaussian is separable: two 1-D passes equal the k x k kernel (zero padding
+    # included) at 2k instead of k**2 multiply-adds per pixel.
+    k = int(6 * sigma) | 1
+    field = gaussian_blur(noise, (k, 1), (sigma, 1.0), data_format="channels_last")
+    field = gaussian_blur(field, (1, k), (1.0, sigma), data_format="channels_last")
+    field = multiply(reshape(field, (2, b, h, w)), alpha)
+    rows = _const(np.arange(h)[:, None], xf, dtype=xf._value.dtype)
+    cols = _const(np.arange(w)[None, :], xf, dtype=xf._value.dtype)
+    x_in = add(cols, get_item(field, 0))
+    y_in = add(rows, get_item(field, 1))
+    y = _gather_field(xf, y_in, x_in, _AFFINE_METHODS[interpolation], fill_mode, fill_value)
+    return _from_last(_restore_dtype(y, dtype), fmt, batched)
