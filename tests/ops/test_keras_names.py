@@ -21,11 +21,8 @@ max_pool average_pool moments batch_normalization sparse_categorical_crossentrop
 categorical_crossentropy binary_crossentropy
 """.split()
 
-# keras.ops.image names keratron does not provide, each with the reason.
-IMAGE_EXCEPTIONS = {
-    # Random displacement fields: keratron.random sits above ops, which may not import it.
-    "elastic_transform",
-}
+# keras.ops.image names keratron does not provide, each with the reason (none now).
+IMAGE_EXCEPTIONS: set = set()
 
 
 def _public(module) -> set:
