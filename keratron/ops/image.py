@@ -446,28 +446,7 @@ def _warp(x: Tensor, transforms: Tensor, order, fill_mode, fill_value):
     k = add(add(multiply(coef(6), xs), multiply(coef(7), ys)), 1.0)
     x_in = divide(add(add(multiply(coef(0), xs), multiply(coef(1), ys)), coef(2)), k)
     y_in = divide(add(add(multiply(coef(3), xs), multiply(coef(4), ys)), coef(5)), k)
-    # Batch b reads rows b * H * W ...; only the spatial coordinates are interpolated.
-    flat = reshape(x, (b * h * w, c))
-    offs = _const(np.arange(b)[:, None, None] * h * w, x, dtype=x._value.dtype)
-    per_axis = []
-    for coord, n in ((y_in, h), (x_in, w)):
-        per_axis.append(
-            [
-                (_fix_index(i, n, fill_mode), _inside(i, n, fill_mode), wgt)
-                for i, wgt in _nodes(coord, order)
-            ]
-        )
-    total = None
-    for (fy, oky, wy), (fx, okx, wx) in itertools.product(*per_axis):
-        index = add(add(multiply(fy, w), fx), offs)
-        vals = take_p.bind(flat, cast(index, "int64"), axis=0)  # (B, h, w, C)
-        if oky is not None:
-            valid = expand_dims(logical_and(oky, okx), -1)
-            vals = where(valid, vals, cast(as_tensor(fill_value), vals.dtype))
-        if wy is not None:
-            vals = multiply(vals, expand_dims(multiply(wy, wx), -1))
-        total = vals if total is None else add(total, vals)
-    return total
+    return _gather_field(x, y_in, x_in, order, fill_mode, fill_value)
 
 
 _AFFINE_METHODS = {"nearest": 0, "bilinear": 1}
@@ -992,7 +971,10 @@ def ssim(
 
 # ------------------------------------------------------------------------------ random warps
 def _gather_field(x: Tensor, y_in: Tensor, x_in: Tensor, order, fill_mode, fill_value):
-    """x: (B, H, W, C); y_in, x_in: (B, H, W) input (row, column) of every output pixel."""
+    """x: (B, H, W, C); y_in, x_in: (B, H, W) input (row, column) of every output pixel.
+
+    Batch b reads rows b * H * W ... of the flattened images; only the spatial coordinates
+    are interpolated."""
     b, h, w, c = x.shape
     flat = reshape(x, (b * h * w, c))
     # Flat indices are built in int64: a float index stops being exact past 2**24 pixels.
