@@ -17,6 +17,8 @@ frees every intermediate right after its last use.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -54,6 +56,37 @@ def _is_const_fill(graph: Graph, s, value) -> bool:
     return bool(torch.all(c == value))
 
 
+def _uniform_value(graph: Graph, s):
+    """The one value of a small constant whose elements are all equal (else None)."""
+    c = graph.consts.get(s)
+    if c is None or c.numel() == 0 or c.numel() > 1 << 16 or not c.dtype.is_floating_point:
+        return None
+    v = c.reshape(-1)[0]
+    return float(v) if bool(torch.all(c == v)) else None
+
+
+def _power_of_two(v: float) -> bool:
+    return v != 0 and math.isfinite(v) and math.frexp(abs(v))[0] == 0.5
+
+
+def _scaled_input(graph: Graph, prod: dict, s):
+    """(x, k) when slot s is `x * k` with k a uniform constant, else None."""
+    node = prod.get(s)
+    if node is None or node.prim.name != "multiply":
+        return None
+    for a, b in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        k = _uniform_value(graph, b)
+        if k is not None and graph.avals[a] == graph.avals[s]:
+            return a, k
+    return None
+
+
+def _new_const(graph: Graph, value: float, dtype) -> int:
+    slot = graph._new_slot((), dtype)
+    graph.consts[slot] = torch.tensor(value, dtype=dtype, device=_graph_device(graph))
+    return slot
+
+
 def _params_key(params):
     try:
         key = tuple(sorted(params.items()))
@@ -65,6 +98,8 @@ def _params_key(params):
 
 # ------------------------------------------------------------------------------ passes
 def simplify(graph: Graph, outputs: list) -> list:
+    from keratron.autodiff.primitive import PRIMITIVES
+
     subst: dict = {}
     prod: dict = {}
 
@@ -98,11 +133,27 @@ def simplify(graph: Graph, outputs: list) -> list:
                     node.params = {**node.params, "axes": perm}
             elif name == "negative" and ins[0] in prod and prod[ins[0]].prim.name == "negative":
                 src = prod[ins[0]].inputs[0]
+            elif name == "negative" and _scaled_input(graph, prod, ins[0]) is not None:
+                # -(x * k) == x * -k exactly: one multiply instead of two kernels.
+                x, k = _scaled_input(graph, prod, ins[0])
+                node.prim = PRIMITIVES["multiply"]
+                node.inputs = [x, _new_const(graph, -k, out_aval[1])]
             elif name == "multiply":
                 for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
                     if _is_const_fill(graph, b, 1) and graph.avals[a] == out_aval:
                         src = a
                         break
+                    k = _uniform_value(graph, b)
+                    inner = _scaled_input(graph, prod, a) if k is not None else None
+                    if inner is not None and (_power_of_two(k) or _power_of_two(inner[1])):
+                        # (x * k1) * k2 == x * (k1 * k2) exactly when one factor is a power of
+                        # two (scaling by it only shifts the exponent).
+                        node.inputs = [inner[0], _new_const(graph, inner[1] * k, out_aval[1])]
+                        break
+            elif name == "where" and graph.avals[ins[1]] == out_aval:
+                cond = graph.consts.get(ins[0])
+                if cond is not None and cond.dtype == torch.bool and bool(cond.all()):
+                    src = ins[1]
             elif name == "add":
                 for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
                     if _is_const_fill(graph, b, 0) and graph.avals[a] == out_aval:
@@ -328,7 +379,13 @@ def dce(graph: Graph, outputs: list) -> list:
     return outputs
 
 
-PASSES = [simplify, cse, fold_constants, fuse_epilogues, dce]
+def resimplify(graph: Graph, outputs: list) -> list:
+    """simplify once more: constant folding turns the VJPs' broadcast scale factors into
+    constants, which the multiply and negative rules can then merge."""
+    return simplify(graph, outputs)
+
+
+PASSES = [simplify, cse, fold_constants, resimplify, fuse_epilogues, dce]
 
 
 def optimize(graph: Graph, outputs: list) -> list:

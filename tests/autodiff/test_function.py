@@ -198,6 +198,7 @@ def test_pass_node_counts_on_a_fixed_graph():
         "simplify": 5,  # the first transpose (now unused), exp, exp, sin, add
         "cse": 4,
         "fold_constants": 4,
+        "resimplify": 4,
         "fuse_epilogues": 4,
         "dce": 2,  # exp, add
     }, counts
@@ -310,3 +311,18 @@ def test_batchnorm_and_relu6_fold_into_the_conv_at_inference():
         rtol=1e-5,
         atol=1e-5,
     )
+
+
+def test_simplify_merges_exact_constant_scalings_and_constant_selects():
+    def f(x):
+        y = ops.negative(ops.multiply(ops.multiply(x, 2.0), 0.3))  # one multiply by -0.6
+        z = ops.multiply(ops.multiply(x, 0.3), 0.7)  # neither factor a power of two: kept
+        w = ops.where(ops.ones((), dtype="bool"), x, 0.0)  # an all-true select is x
+        return y, z, w
+
+    x = kt.convert_to_tensor(np.array([1.5, -2.25, 3.1], "float32"))
+    counts = _count_nodes_through_passes(f, x)
+    assert counts["traced"] == 6 and counts["dce"] == 3, counts
+    got = function(f)(x)
+    for g, w in zip(got, f(x)):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
