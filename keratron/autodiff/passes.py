@@ -475,7 +475,9 @@ class CompiledFunction:
     kernel and nothing else.
     """
 
-    def __init__(self, graph, steps, n_slots, in_slots, out_items, out_structure, numpy_flags):
+    def __init__(
+        self, graph, steps, n_slots, in_slots, out_items, out_structure, numpy_flags, prelude=None
+    ):
         self.graph = graph
         self.steps = steps
         self.n_slots = n_slots
@@ -484,10 +486,12 @@ class CompiledFunction:
         self.out_structure = out_structure
         self.numpy_flags = numpy_flags
         self._capture_vars = [var for _, var in graph.captures.items()]
-        self._copy_out = [
-            kind == "slot" and (v in graph.captures or v in graph.consts) for kind, v in out_items
-        ]
-        self._replay = _codegen(graph, steps, in_slots, out_items)
+        kept = set(graph.captures) | set(graph.consts) | set(prelude.outputs if prelude else ())
+        self._copy_out = [kind == "slot" and v in kept for kind, v in out_items]
+        self.prelude = prelude
+        # [the prelude's values or None, the (tensor, version) of each variable it read]
+        self._pre: list = [None, None]
+        self._replay = _codegen(graph, steps, in_slots, out_items, prelude)
 
     @property
     def num_nodes(self) -> int:
@@ -501,14 +505,16 @@ class CompiledFunction:
                     inputs.append(x._value)
             elif isinstance(x, np.ndarray):
                 inputs.append(convert_to_tensor(x)._value)
+        if self.prelude is not None:
+            self._check_prelude()
         if _is_grad_enabled():
             _set_grad_enabled(False)
             try:
-                values = self._replay(inputs, self._capture_vars)
+                values = self._replay(inputs, self._capture_vars, self._pre)
             finally:
                 _set_grad_enabled(True)
         else:
-            values = self._replay(inputs, self._capture_vars)
+            values = self._replay(inputs, self._capture_vars, self._pre)
         results = []
         for (kind, v), value, copy in zip(self.out_items, values, self._copy_out):
             if kind == "slot":
@@ -518,32 +524,58 @@ class CompiledFunction:
                 results.append(v)
         return tree.pack_sequence_as(self.out_structure, results)
 
+    def _check_prelude(self):
+        """Drops the prelude's values when a variable it read was written (an in-place write
+        bumps the tensor's version counter) or rebound to another tensor since."""
+        seen = self._pre[1]
+        if seen is not None and all(
+            var._value is t and t._version == version
+            for var, (t, version) in zip(self.prelude.variables, seen)
+        ):
+            return
+        self._pre[0] = None
+        self._pre[1] = [(var._value, var._value._version) for var in self.prelude.variables]
+
 
 _is_grad_enabled = torch.is_grad_enabled
 _set_grad_enabled = torch._C._set_grad_enabled
 
 
-def _codegen(graph, steps, in_slots, out_items):
-    """Straight-line Python for the plan: `_replay(inputs, captured_variables) -> outputs`."""
+def _codegen(graph, steps, in_slots, out_items, prelude=None):
+    """Straight-line Python for the plan: `_replay(inputs, captured_variables, pre) ->
+    outputs`, where `pre[0]` holds the prelude's values from an earlier call (or None)."""
     namespace: dict = {}
-    lines = ["def _replay(inputs, captures):"]
+    lines = ["def _replay(inputs, captures, pre):"]
     for i, slot in enumerate(in_slots):
         lines.append(f"    v{slot} = inputs[{i}]")
     for j, slot in enumerate(graph.captures):
         lines.append(f"    v{slot} = captures[{j}]._value")
     for slot, value in graph.consts.items():
         namespace[f"v{slot}"] = value
+    n_pre = prelude.n_steps if prelude is not None else 0
+    indent = "    "
+    if n_pre:
+        kept = ", ".join(f"v{s}" for s in prelude.outputs)
+        lines.append("    if pre[0] is not None:")
+        lines.append(f"        ({kept}{',' if len(prelude.outputs) == 1 else ''}) = pre[0]")
+        lines.append("    else:")
+        indent = "        "
     for k, (fn, ins, outs, free) in enumerate(steps):
+        if n_pre and k == n_pre:
+            lines.append(f"        pre[0] = ({kept}{',' if len(prelude.outputs) == 1 else ''})")
+            indent = "    "
         namespace[f"f{k}"] = fn
         args = ", ".join("None" if s is None else f"v{s}" for s in ins)
         if not outs:
-            lines.append(f"    f{k}({args})")
+            lines.append(f"{indent}f{k}({args})")
         elif len(outs) == 1:
-            lines.append(f"    v{outs[0]} = f{k}({args})")
+            lines.append(f"{indent}v{outs[0]} = f{k}({args})")
         else:
-            lines.append(f"    {', '.join(f'v{o}' for o in outs)}, = f{k}({args})")
+            lines.append(f"{indent}{', '.join(f'v{o}' for o in outs)}, = f{k}({args})")
         if free:
-            lines.append(f"    del {', '.join(f'v{s}' for s in free)}")
+            lines.append(f"{indent}del {', '.join(f'v{s}' for s in free)}")
+    if n_pre and n_pre == len(steps):
+        lines.append(f"        pre[0] = ({kept}{',' if len(prelude.outputs) == 1 else ''})")
     results = [f"v{v}" if kind == "slot" else "None" for kind, v in out_items]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     exec(compile("\n".join(lines), "<keratron.function replay>", "exec"), namespace)
@@ -565,11 +597,50 @@ def compile_graph(graph: Graph, out, numpy_flags) -> CompiledFunction:
         else:
             items.append(("value", x))
     items = optimize(graph, items)
-    steps = _lower(graph, items)
-    return CompiledFunction(graph, steps, graph._n, list(graph.inputs), items, out, numpy_flags)
+    prelude = _hoist_prelude(graph, items)
+    steps = _lower(graph, items, prelude)
+    return CompiledFunction(
+        graph, steps, graph._n, list(graph.inputs), items, out, numpy_flags, prelude
+    )
 
 
-def _lower(graph: Graph, outputs: list) -> list:
+class Prelude:
+    """The leading steps of a plan that read only variables and constants (BatchNormalization
+    folded into a kernel, a transposed weight): in a function that writes no variable they
+    are computed once and reused until one of the variables they read changes.
+
+    `n_steps` are the first steps of the plan; `outputs` the values they hand to the rest;
+    `variables` the captured variables they read.
+    """
+
+    def __init__(self, n_steps: int, outputs: list, variables: list):
+        self.n_steps = n_steps
+        self.outputs = outputs
+        self.variables = variables
+
+
+def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
+    """Moves the variable-only nodes to the front of a function with no effects."""
+    if any(n.is_effect for n in graph.nodes):
+        return None  # a training step writes its variables: nothing stays valid across calls
+    fixed = set(graph.captures) | set(graph.consts)
+    pre, rest, made = [], [], set()
+    for n in graph.nodes:
+        if all(s is None or s in fixed or s in made for s in n.inputs):
+            pre.append(n)
+            made.update(n.outputs)
+        else:
+            rest.append(n)
+    read = {s for n in pre for s in n.inputs if s in graph.captures}
+    if not pre or not read:
+        return None
+    used_later = {s for n in rest for s in n.inputs} | {v for k, v in outputs if k == "slot"}
+    graph.nodes = pre + rest
+    variables = [var for slot, var in graph.captures.items() if slot in read]
+    return Prelude(len(pre), [s for n in pre for s in n.outputs if s in used_later], variables)
+
+
+def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None) -> list:
     uses = _use_counts(graph, outputs)
     last_use: dict = {}
     for i, node in enumerate(graph.nodes):
@@ -578,6 +649,8 @@ def _lower(graph: Graph, outputs: list) -> list:
                 last_use[s] = i
     protected = set(graph.inputs) | set(graph.consts) | set(graph.captures)
     protected |= {v for k, v in outputs if k == "slot"}
+    if prelude is not None:  # kept across calls: never overwritten in place
+        protected |= {s for n in graph.nodes[: prelude.n_steps] for s in n.outputs}
     fresh: set = set()
     steps = []
     for i, node in enumerate(graph.nodes):

@@ -326,3 +326,71 @@ def test_simplify_merges_exact_constant_scalings_and_constant_selects():
     got = function(f)(x)
     for g, w in zip(got, f(x)):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_variable_only_work_runs_once_until_a_variable_changes():
+    w, b = _vars()
+    x, _ = _data()
+
+    def f(x):
+        scaled = ops.multiply(ops.transpose(w, (1, 0)), 2.0)  # reads w only: the prelude
+        return ops.matmul(x, ops.transpose(scaled, (1, 0))) + b, scaled
+
+    def eager():
+        return x.numpy() @ (2.0 * w.numpy()) + b.numpy()
+
+    fn = function(f)
+    compiled = fn.get_concrete_graph(x)
+    assert compiled.prelude is not None and compiled.prelude.variables == [w]
+    out, scaled = fn(x)
+    cached = compiled._pre[0]
+    np.testing.assert_allclose(out.numpy(), eager(), rtol=1e-6)
+    out, _ = fn(x)
+    assert compiled._pre[0] is cached  # reused: w did not change
+    # The returned prelude value is a copy: writing into it leaves the cache intact.
+    scaled._value.fill_(0.0)
+    np.testing.assert_allclose(fn(x)[0].numpy(), eager(), rtol=1e-6)
+    # Every way a variable changes invalidates what was computed from it.
+    for change in (
+        lambda: w.assign(w.numpy() + 1.0),
+        lambda: w.assign_add(np.ones((4, 3), "float32")),
+        lambda: w._value.mul_(0.5),
+        lambda: setattr(w, "_value", w._value.clone() - 1.0),
+    ):
+        change()
+        np.testing.assert_allclose(fn(x)[0].numpy(), eager(), rtol=1e-6)
+        assert compiled._pre[0] is not cached
+        cached = compiled._pre[0]
+    b.assign(b.numpy() + 3.0)  # b is read after the prelude: nothing to invalidate
+    np.testing.assert_allclose(fn(x)[0].numpy(), eager(), rtol=1e-6)
+    assert compiled._pre[0] is cached
+
+
+def test_a_function_that_writes_variables_has_no_prelude():
+    w, b = _vars()
+    x, y = _data()
+    step = function(lambda x, y: _mlp_step_body(w, b, x, y))
+    assert step.get_concrete_graph(x, y).prelude is None
+
+
+def test_predict_follows_new_weights_with_batchnorm_folded_once():
+    rng = np.random.default_rng(2)
+    model = kt.Sequential(
+        [
+            kt.Input((6, 5, 3)),
+            kt.layers.Conv2D(4, 3, use_bias=False),
+            kt.layers.BatchNormalization(),
+            kt.layers.Flatten(),
+            kt.layers.Dense(2),
+        ]
+    )
+    x = rng.standard_normal((3, 6, 5, 3)).astype("float32")
+    first = model.predict(x, verbose=0)
+    bn = model.layers[1]
+    bn.set_weights([w + 0.5 for w in bn.get_weights()])
+    second = model.predict(x, verbose=0)
+    assert not np.allclose(first, second)
+    np.testing.assert_allclose(second, model(x).numpy(), rtol=1e-5, atol=1e-5)
+    model.compile("adam", "mse")
+    model.fit(x, np.ones((3, 2), "float32"), verbose=0)
+    np.testing.assert_allclose(model.predict(x, verbose=0), model(x).numpy(), rtol=1e-5, atol=1e-5)
