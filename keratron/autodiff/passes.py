@@ -619,10 +619,37 @@ class Prelude:
         self.variables = variables
 
 
+def _relayout_conv_kernels(graph: Graph) -> None:
+    """In a function with no effects on the CPU, a 2-D convolution whose kernel is computed
+    from variables alone reads it through `conv_kernel_layout`: the prelude then stores the
+    kernel in the layout the CPU convolution wants, once per weight change. 1x1 kernels run
+    as a GEMM on the Keras layout and are left alone."""
+    from keratron import config
+
+    if _graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
+        return
+    fixed = set(graph.captures) | set(graph.consts)
+    nodes = []
+    for n in graph.nodes:
+        if all(s is None or s in fixed for s in n.inputs):
+            fixed.update(n.outputs)
+        if n.kind == "prim" and n.prim.name == "conv" and n.inputs[1] in fixed:
+            shape, dtype = graph.avals[n.inputs[1]]
+            if len(shape) == 4 and shape[:2] != (1, 1):
+                node, kernel = _new_value(
+                    graph, "conv_kernel_layout", [n.inputs[1]], {}, (shape, dtype)
+                )
+                nodes.append(node)
+                n.inputs = [n.inputs[0], kernel] + n.inputs[2:]
+        nodes.append(n)
+    graph.nodes = nodes
+
+
 def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
     """Moves the variable-only nodes to the front of a function with no effects."""
     if any(n.is_effect for n in graph.nodes):
         return None  # a training step writes its variables: nothing stays valid across calls
+    _relayout_conv_kernels(graph)
     fixed = set(graph.captures) | set(graph.consts)
     pre, rest, made = [], [], set()
     for n in graph.nodes:

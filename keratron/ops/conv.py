@@ -120,6 +120,20 @@ def _conv_vjp(g, x, k, b, out, strides, padding, dilation, groups, activation):
 
 
 conv_p = Primitive("conv", _conv_impl, _conv_vjp)
+
+
+def _kernel_layout_impl(k):
+    # The same values, stored as torch's channels_last (out, *k, in) order: the convolution
+    # then takes the kernel as it is instead of copying it into that layout on every call.
+    if k.dim() != 4:
+        return k.clone()
+    w = _kernel_to_torch(k).contiguous(memory_format=torch.channels_last)
+    return _kernel_from_torch(w)
+
+
+# An identity on values (so its VJP passes the cotangent through). The graph compiler puts it
+# before the convolutions of inference functions, where it is computed once per weight change.
+conv_kernel_layout_p = Primitive("conv_kernel_layout", _kernel_layout_impl, lambda g, k, out: (g,))
 # conv_p.kernel: optional device route, attached by the Triton kernels package.
 
 

@@ -9,6 +9,7 @@ import pytest
 import keratron as kt
 from keratron.autodiff import passes
 from keratron.autodiff.function import Graph, function
+from keratron.autodiff.gradcheck import check_grads
 
 ops = kt.ops
 
@@ -394,3 +395,42 @@ def test_predict_follows_new_weights_with_batchnorm_folded_once():
     model.compile("adam", "mse")
     model.fit(x, np.ones((3, 2), "float32"), verbose=0)
     np.testing.assert_allclose(model.predict(x, verbose=0), model(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
+    import torch
+
+    from keratron.ops.conv import conv_kernel_layout_p
+
+    rng = np.random.default_rng(4)
+    k = rng.standard_normal((3, 2, 4, 5))
+    laid = conv_kernel_layout_p.bind(kt.convert_to_tensor(k))._value
+    np.testing.assert_array_equal(laid.numpy(), k)
+    assert laid.permute(3, 2, 0, 1).is_contiguous(memory_format=torch.channels_last)
+    check_grads(lambda k: conv_kernel_layout_p.bind(k), [k])
+
+    model = kt.Sequential(
+        [
+            kt.Input((7, 6, 3)),
+            kt.layers.Conv2D(4, 3),
+            kt.layers.Conv2D(2, 1),  # 1x1: a GEMM on the Keras layout, left alone
+        ]
+    )
+    x = rng.standard_normal((2, 7, 6, 3)).astype("float32")
+    np.testing.assert_allclose(model.predict(x, verbose=0), model(x).numpy(), rtol=1e-5, atol=1e-5)
+    infer = function(lambda t: model(t, training=False))
+    compiled = infer.get_concrete_graph(kt.convert_to_tensor(x))
+    names = [n.prim.name for n in compiled.graph.nodes]
+    assert names.count("conv_kernel_layout") == 1
+    assert names.index("conv_kernel_layout") < compiled.prelude.n_steps
+
+    def train(t):
+        with kt.GradientTape() as tape:
+            loss = ops.sum(ops.square(model(t, training=True)))
+        grads = tape.gradient(loss, model.trainable_weights)
+        for v, g in zip(model.trainable_weights, grads):
+            v.assign_sub(0.01 * g)
+        return loss
+
+    step = function(train).get_concrete_graph(kt.convert_to_tensor(x))
+    assert "conv_kernel_layout" not in [n.prim.name for n in step.graph.nodes if n.prim]
