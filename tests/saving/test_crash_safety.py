@@ -51,7 +51,6 @@ def _save_forever(model, directory, ready_fd):
         os._exit(0)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.parametrize("delay", [0.02, 0.11, 0.23, 0.41])
 def test_sigkill_during_save_leaves_old_or_new_file(tmp_path, delay):
     old_model = _model(seed=0)
