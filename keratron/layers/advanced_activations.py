@@ -11,13 +11,9 @@ from keratron import ops
 from keratron.autodiff.tensor import convert_to_tensor
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import who as _who
 
 __all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "Softmax"]
-
-
-def _who(cls_name, kwargs):
-    name = kwargs.get("name")
-    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
 
 
 def _check_non_negative(value, arg, who, allow_none=False):

@@ -14,6 +14,7 @@ import numpy as np
 from keratron import config, ops
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import who as _who
 
 __all__ = [
     "Conv1D",
@@ -38,12 +39,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _who(cls_name: str, kwargs: dict) -> str:
-    """How an error names a layer that may not have its auto-generated name yet."""
-    name = kwargs.get("name")
-    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
-
-
 def _int_tuple(value, n: int, arg: str, who: str, allow_zero: bool = False) -> tuple:
     """An int or n ints -> a tuple of n ints, each positive (or >= 0 with `allow_zero`)."""
     lowest = 0 if allow_zero else 1

@@ -24,6 +24,7 @@ from keratron import random as kt_random
 from keratron.autodiff import tree
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import who as _who
 from keratron.layers.node import KerasTensor
 from keratron.layers.serialization import get_registered_name, lookup_custom
 
@@ -49,12 +50,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _who(cls_name: str, kwargs: dict) -> str:
-    """How an error names a layer that may not have its auto-generated name yet."""
-    name = kwargs.get("name")
-    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
-
-
 def _check_positive_int(value, arg: str, who: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(

@@ -76,6 +76,13 @@ class InputSpec:
         }
 
 
+def who(cls_name: str, kwargs: dict) -> str:
+    """How an error names a layer being constructed, before it has its auto-generated name:
+    "Dense layer 'head'" with a `name` keyword, else "Dense layer"."""
+    name = kwargs.get("name")
+    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
+
+
 def _check_input_spec(specs, inputs, layer_name):
     if specs is None:
         return

@@ -16,16 +16,12 @@ import numpy as np
 from keratron import config, ops
 from keratron.layers import constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import who as _who
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization"]
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _who(cls_name: str, kwargs: dict) -> str:
-    name = kwargs.get("name")
-    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
-
-
 def _serialize(module, obj):
     return None if obj is None else module.serialize(obj)
 

@@ -26,6 +26,7 @@ from keratron.autodiff import tree
 from keratron.autodiff.tensor import Variable
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import who as _who
 from keratron.layers.wrappers import deserialize_layer, serialize_layer
 
 __all__ = [
@@ -50,11 +51,6 @@ _PRIMITIVE_ACTIVATIONS = {
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _who(cls_name: str, kwargs: dict) -> str:
-    name = kwargs.get("name")
-    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
-
-
 def _check_units(units, who: str) -> int:
     if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units <= 0:
         raise ValueError(

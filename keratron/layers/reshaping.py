@@ -9,6 +9,7 @@ import numpy as np
 from keratron import backend, ops
 from keratron.autodiff.tensor import convert_to_tensor
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import who as _who
 
 __all__ = [
     "ZeroPadding1D",
@@ -18,11 +19,6 @@ __all__ = [
     "UpSampling1D",
     "UpSampling2D",
 ]
-
-
-def _who(cls_name, kwargs):
-    name = kwargs.get("name")
-    return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
 
 
 def _int_tuple(value, n, arg, who, allow_zero=True) -> tuple:
