@@ -268,33 +268,39 @@ _LSTM_MODE = 2  # oneDNN's RNN mode number for LSTM, as torch passes it
 _workspace_numel: dict[tuple, int] = {}
 
 
+def _onednn_operands(x, kernel, recurrent_kernel, bias):
+    """What both oneDNN calls take first: the time-major input in processed order (made
+    dense; `reverse` is applied by the caller through `_time_major`), torch's (4U, F) and
+    (4U, U) weights, and the two bias vectors (the second, torch's recurrent bias, zero)."""
+    zeros = x.new_zeros(kernel.shape[-1])
+    return [
+        x.contiguous(),
+        kernel.t(),
+        recurrent_kernel.t(),
+        zeros if bias is None else bias,
+        zeros,
+    ]
+
+
 def _onednn_forward(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
-    units = h0.shape[-1]
-    xt = x.transpose(0, 1)
-    xt = (xt.flip(0) if reverse else xt).contiguous()
-    zeros = x.new_zeros(4 * units)
+    xt, _ = _time_major(x, None, reverse)
     # oneDNN keeps its workspace only when torch's grad mode is on; no value here requires
     # grad, so torch records nothing.
     with torch.enable_grad():
-        out = torch.ops.aten.mkldnn_rnn_layer(
-            xt,
-            kernel.t(),
-            recurrent_kernel.t(),
-            zeros if bias is None else bias,
-            zeros,
+        return torch.ops.aten.mkldnn_rnn_layer(
+            *_onednn_operands(xt, kernel, recurrent_kernel, bias),
             h0,
             c0,
             False,
             [],
             _LSTM_MODE,
-            units,
+            h0.shape[-1],
             1,
             True,
             False,
             False,
             True,
         )
-    return out
 
 
 def _lstm_onednn_impl(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
@@ -329,18 +335,11 @@ def _lstm_onednn_abstract(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
 def _lstm_onednn_grad_impl(
     g_all, g_h, g_c, x, kernel, recurrent_kernel, bias, h0, c0, all_h, h, c, workspace, reverse
 ):
-    units = h0.shape[-1]
-    xt = x.transpose(0, 1)
-    xt = (xt.flip(0) if reverse else xt).contiguous()
+    xt, _ = _time_major(x, None, reverse)
     y = all_h.transpose(0, 1)
     gy = y.new_zeros(()).expand(y.shape) if g_all is None else g_all.transpose(0, 1).contiguous()
-    zeros = x.new_zeros(4 * units)
     dx, dk, drk, db, _, dh0, dc0 = torch.ops.aten.mkldnn_rnn_layer_backward(
-        xt,
-        kernel.t(),
-        recurrent_kernel.t(),
-        zeros if bias is None else bias,
-        zeros,
+        *_onednn_operands(xt, kernel, recurrent_kernel, bias),
         h0,
         c0,
         y.contiguous(),
@@ -351,7 +350,7 @@ def _lstm_onednn_grad_impl(
         g_c,
         False,
         _LSTM_MODE,
-        units,
+        h0.shape[-1],
         1,
         True,
         True,
