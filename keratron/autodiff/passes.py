@@ -619,6 +619,15 @@ class Prelude:
         self.variables = variables
 
 
+def _variable_only(graph: Graph) -> set:
+    """The slots computed from captured variables and constants alone (those included)."""
+    fixed = set(graph.captures) | set(graph.consts)
+    for n in graph.nodes:
+        if not n.is_effect and all(s is None or s in fixed for s in n.inputs):
+            fixed.update(n.outputs)
+    return fixed
+
+
 def _relayout_conv_kernels(graph: Graph) -> None:
     """In a function with no effects on the CPU, a 2-D convolution whose kernel is computed
     from variables alone reads it through `conv_kernel_layout`: the prelude then stores the
@@ -628,11 +637,9 @@ def _relayout_conv_kernels(graph: Graph) -> None:
 
     if _graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
         return
-    fixed = set(graph.captures) | set(graph.consts)
+    fixed = _variable_only(graph)
     nodes = []
     for n in graph.nodes:
-        if all(s is None or s in fixed for s in n.inputs):
-            fixed.update(n.outputs)
         if n.kind == "prim" and n.prim.name == "conv" and n.inputs[1] in fixed:
             shape, dtype = graph.avals[n.inputs[1]]
             if len(shape) == 4 and shape[:2] != (1, 1):
@@ -650,14 +657,10 @@ def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
     if any(n.is_effect for n in graph.nodes):
         return None  # a training step writes its variables: nothing stays valid across calls
     _relayout_conv_kernels(graph)
-    fixed = set(graph.captures) | set(graph.consts)
-    pre, rest, made = [], [], set()
+    fixed = _variable_only(graph)
+    pre, rest = [], []
     for n in graph.nodes:
-        if all(s is None or s in fixed or s in made for s in n.inputs):
-            pre.append(n)
-            made.update(n.outputs)
-        else:
-            rest.append(n)
+        (pre if all(s is None or s in fixed for s in n.inputs) else rest).append(n)
     read = {s for n in pre for s in n.inputs if s in graph.captures}
     if not pre or not read:
         return None
