@@ -1,14 +1,43 @@
 """Triton kernel tests run in a pytest process of their own (`make test` starts it) with
-TRITON_INTERPRET=1 set here, before anything imports triton, so the kernels run on CPU."""
+TRITON_INTERPRET=1 set here, before anything imports triton, so the kernels run on CPU.
+
+On a machine with a GPU, `KERATRON_DEVICE=cuda` runs the same tests on CUDA tensors with the
+kernels compiled for the device instead of interpreted."""
 
 import os
 
-os.environ["TRITON_INTERPRET"] = "1"
+ON_GPU = os.environ.get("KERATRON_DEVICE", "").startswith("cuda")
+if not ON_GPU:
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import importlib  # noqa: E402
 
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 import keratron as kt  # noqa: E402
 from keratron import triton_kernels  # noqa: E402
+
+if ON_GPU:
+    # Tensors the tests make with torch directly go where keratron's own do.
+    torch.set_default_device(os.environ["KERATRON_DEVICE"])
+
+
+@pytest.fixture(autouse=True)
+def ieee_float32(monkeypatch):
+    """Kernels and their torch references multiply float32 at IEEE precision (on a GPU both
+    would otherwise use TF32, cuDNN's convolutions by default), so 2e-4 tolerances hold."""
+    for module in sorted({target.split(":")[0] for target in triton_kernels.ROUTES.values()}):
+        mod = importlib.import_module(f"keratron.triton_kernels.{module}")
+        if hasattr(mod, "ALLOW_TF32"):
+            monkeypatch.setattr(mod, "ALLOW_TF32", False)
+        if hasattr(mod, "FP32_PRECISION"):
+            monkeypatch.setattr(mod, "FP32_PRECISION", "ieee")
+    cudnn, cublas = torch.backends.cudnn, torch.backends.cuda.matmul
+    previous = cudnn.allow_tf32, cublas.allow_tf32
+    cudnn.allow_tf32 = cublas.allow_tf32 = False
+    yield
+    cudnn.allow_tf32, cublas.allow_tf32 = previous
 
 
 @pytest.fixture

@@ -19,11 +19,6 @@ TOL = 2e-4  # of the largest reference magnitude, per compared array
 OPS = ("conv", "conv_grad_input", "conv_grad_filter")
 
 
-@pytest.fixture(autouse=True)
-def ieee_dots(monkeypatch):
-    monkeypatch.setattr(conv2d, "ALLOW_TF32", False)
-
-
 def arrays(seed, *shapes, scale=1.0):
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(s) * scale).astype("float32") for s in shapes]
@@ -192,8 +187,8 @@ def test_routes_in_float16_match_float32_fallback(triton_backend, depthwise):
     x, k, g = arrays(11, (1, 5, 7, 6), (3, 3, 1 if depthwise else 6, 6), (1, 3, 4, 6))
     groups = 6 if depthwise else 1
     params = dict(strides=(2, 2), padding=((1, 1), (1, 1)), dilation=(1, 1), groups=groups)
-    xh, kh, gh = (torch.from_numpy(a).half() for a in (x, k, g))
-    x, k, g = (torch.from_numpy(a) for a in (x, k, g))
+    xh, kh, gh = (torch.as_tensor(a).half() for a in (x, k, g))
+    x, k, g = (torch.as_tensor(a) for a in (x, k, g))
     pairs = [
         (conv2d.conv_route(xh, kh, None, activation="gelu", **params),
          PRIMITIVES["conv"].impl(x, k, None, activation="gelu", **params)),

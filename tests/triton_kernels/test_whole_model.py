@@ -7,13 +7,10 @@ from-logits sparse cross-entropy: three SGD steps from the same initial weights 
 """
 
 import contextlib
-import importlib
 
 import numpy as np
-import pytest
 
 import keratron as kt
-from keratron import triton_kernels
 
 STEPS = 3
 BATCH = 3
@@ -28,18 +25,6 @@ EXPECTED_OPS = (
     "softmax_cross_entropy",
     "softmax_cross_entropy_grad",
 )
-
-
-@pytest.fixture(autouse=True)
-def ieee_dots(monkeypatch):
-    """float32 dots at IEEE precision in every kernel module that has the switch."""
-    for module in sorted({target.split(":")[0] for target in triton_kernels.ROUTES.values()}):
-        try:
-            mod = importlib.import_module(f"keratron.triton_kernels.{module}")
-        except ModuleNotFoundError:
-            continue  # the route reports a missing module itself, as a clear error
-        if hasattr(mod, "ALLOW_TF32"):
-            monkeypatch.setattr(mod, "ALLOW_TF32", False)
 
 
 @contextlib.contextmanager

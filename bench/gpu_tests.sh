@@ -1,0 +1,11 @@
+#!/bin/bash
+# On a GPU machine: the Triton test suite on CUDA tensors, with each kernel's first config
+# (pinned) and then autotuned over every config. Logs go to $OUT (or ./gpu-logs).
+OUT=${OUT:-gpu-logs}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 KERATRON_DEVICE=cuda
+PYTEST="python3 -m pytest -q -p no:cacheprovider -n ${JOBS:-4} -m triton tests/triton_kernels"
+KERATRON_TRITON_PIN=1 timeout ${T_PIN:-200} $PYTEST >"$OUT/tests_pinned.log" 2>&1
+echo "pinned tests rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests_pinned.log" | tail -20
+timeout ${T_TUNED:-300} $PYTEST >"$OUT/tests_tuned.log" 2>&1
+echo "autotuned tests rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests_tuned.log" | tail -20
