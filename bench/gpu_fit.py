@@ -37,6 +37,14 @@ def keratron_rate(wl, x, y, backend, rounds):
         best = max(best, len(x) / (time.perf_counter() - start))
         loss = hist.history["loss"][-1]
     kt.config.set_kernel_backend(None)
+    if backend is None:  # "auto": say which implementation each measured call kept
+        from collections import Counter
+
+        from keratron.ops import _dispatch
+
+        kept = Counter(f"{key[0]}:{choice}" for key, choice in _dispatch.kernel_choices().items())
+        print(f"  {wl.name} auto kept {dict(sorted(kept.items()))}", flush=True)
+        _dispatch.clear_kernel_choices()
     return best, loss
 
 
@@ -90,7 +98,8 @@ def main(argv=None) -> int:
         x, y = W.make_data(wl, wl.samples)
         cols = {}
         for label, fn, extra in (
-            ("keratron-triton", keratron_rate, (None,)),
+            ("keratron-auto", keratron_rate, (None,)),
+            ("keratron-triton", keratron_rate, ("triton",)),
             ("keratron-fallback", keratron_rate, ("fallback",)),
             ("torch", torch_rate, ()),
         ):

@@ -145,7 +145,8 @@ def device(name: str):
 
 
 def set_kernel_backend(name: str | None) -> None:
-    """Chooses how hot ops run: "auto" (Triton on CUDA, else the fallback), "triton" (always
+    """Chooses how hot ops run: "auto" (on CUDA, the faster of Triton and the torch fallback,
+    measured once per call signature; on CPU the fallback), "triton" (always
     Triton; on CPU this needs TRITON_INTERPRET=1) or "fallback" (never Triton). None re-reads
     the KERATRON_KERNELS environment variable."""
     global _kernel_backend

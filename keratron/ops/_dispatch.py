@@ -1,15 +1,19 @@
 """The one place where a primitive call picks its implementation.
 
-Per call: a primitive with a device kernel route runs it when the backend is "triton", or
-when it is "auto" and the inputs are CUDA tensors; a route that cannot handle a case raises
-NotImplementedError and the CPU/torch fallback runs ("auto") or a clear error is raised
-("triton"). Everything runs under `torch.no_grad()` only when torch's grad mode is on, so
-torch.autograd never records keratron's work and torch's global state is left as found.
+Per call: a primitive with a device kernel route runs it when the backend is "triton"; with
+"auto" and CUDA inputs, it runs whichever of the route and the torch fallback (cuBLAS,
+cuDNN) measured faster the first time this primitive met these shapes, dtypes, strides and
+parameters (like cuDNN's benchmark mode; a training step's shapes repeat, so each is timed
+once). A route that cannot handle a case raises NotImplementedError and the CPU/torch
+fallback runs ("auto") or a clear error is raised ("triton"). Everything runs under
+`torch.no_grad()` only when torch's grad mode is on, so torch.autograd never records
+keratron's work and torch's global state is left as found.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 
@@ -35,10 +39,15 @@ def _wants_kernel(vals, backend: str) -> bool:
 
 def execute(prim, vals, params):
     """Runs `prim` on torch values `vals` with `params`; returns torch value(s)."""
-    if prim.kernel is not None and _wants_kernel(vals, config.kernel_backend()):
-        out = _run_kernel(prim, vals, params)
-        if out is not None:
-            return out
+    if prim.kernel is not None:
+        backend = config.kernel_backend()
+        if _wants_kernel(vals, backend):
+            if backend == "auto":
+                out = _run_faster(prim, vals, params)
+            else:
+                out = _run_kernel(prim, vals, params)
+            if out is not None:
+                return out
     if _is_grad_enabled():
         # What torch.no_grad() does, without the context-manager cost on every op; the
         # previous (thread-local) grad mode is restored before returning.
@@ -67,6 +76,64 @@ def _run_kernel(prim, vals, params):
                 f"The Triton kernel for op '{prim.name}' does not support this case: {e}"
             ) from e
         return None
+
+
+# ("auto" on CUDA) call signature -> "kernel" or "fallback", whichever measured faster.
+_choices: dict = {}
+_TIMED_RUNS = 3
+
+
+def _signature(prim, vals, params):
+    shapes = tuple(
+        None if v is None else (tuple(v.shape), v.dtype, v.stride(), v.device) for v in vals
+    )
+    return prim.name, shapes, repr(sorted(params.items()))
+
+
+def _run_fallback(prim, vals, params):
+    with _no_grad():
+        return prim.impl(*vals, **params)
+
+
+def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
+    """The route's or the fallback's result, whichever the measurement for this signature
+    chose; None means "run the fallback". The first call of a signature runs both (the
+    route first, so its compile and autotuning stay out of the timing), times `_TIMED_RUNS`
+    more runs of each, and keeps the faster."""
+    key = _signature(prim, vals, params)
+    choice = _choices.get(key)
+    if choice == "kernel":
+        return _run_kernel(prim, vals, params)
+    if choice == "fallback":
+        return None
+    out = _run_kernel(prim, vals, params)
+    if out is None:  # the route does not handle this case
+        _choices[key] = "fallback"
+        return None
+    _run_fallback(prim, vals, params)
+    best = {}
+    for name, run in (("kernel", prim.kernel), ("fallback", prim.impl)):
+        for _ in range(_TIMED_RUNS):
+            sync()
+            start = time.perf_counter()
+            with _no_grad():
+                run(*vals, **params)
+            sync()
+            elapsed = time.perf_counter() - start
+            best[name] = min(best.get(name, elapsed), elapsed)
+    _choices[key] = "kernel" if best["kernel"] <= best["fallback"] else "fallback"
+    return out
+
+
+def kernel_choices() -> dict:
+    """What backend "auto" measured so far: {(primitive, shapes, params): "kernel" or
+    "fallback"}, where shapes holds (shape, dtype, strides, device) per operand."""
+    return dict(_choices)
+
+
+def clear_kernel_choices() -> None:
+    """Forgets the measurements: the next call of each signature measures again."""
+    _choices.clear()
 
 
 primitive.set_executor(execute)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 import keratron as kt
 from keratron import triton_kernels
@@ -28,3 +29,72 @@ def test_fallback_backend_never_launches():
 def test_unknown_backend_is_rejected():
     with pytest.raises(ValueError, match="Unknown kernel backend"):
         kt.config.set_kernel_backend("cuda")
+
+
+class _Slowed:
+    """Wraps a primitive implementation so that each call takes at least `seconds`."""
+
+    def __init__(self, fn, seconds):
+        self.fn, self.seconds, self.calls = fn, seconds, 0
+
+    def __call__(self, *vals, **params):
+        import time
+
+        self.calls += 1
+        time.sleep(self.seconds)
+        return self.fn(*vals, **params)
+
+
+def _matmul_operands(rows):
+    rng = np.random.default_rng(rows)
+    x = torch.as_tensor(rng.standard_normal((rows, 7)).astype("float32"))
+    w = torch.as_tensor(rng.standard_normal((7, 5)).astype("float32"))
+    return [x, w, None], {"activation": "relu"}
+
+
+def test_auto_selection_keeps_the_faster_and_measures_once(monkeypatch):
+    from keratron.ops import _dispatch
+
+    prim = PRIMITIVES["matmul"]
+    _dispatch.clear_kernel_choices()
+    no_sync = lambda: None  # noqa: E731  (CPU tensors: nothing to wait for)
+    # A fallback slowed well past the kernel: the kernel is kept.
+    slow_impl = _Slowed(prim.impl, 0.5)
+    monkeypatch.setattr(prim, "impl", slow_impl)
+    vals, params = _matmul_operands(6)
+    triton_kernels.reset_launch_counts()
+    out = _dispatch._run_faster(prim, vals, params, sync=no_sync)
+    ref = slow_impl.fn(*vals, **params)
+    assert torch.allclose(out, ref, atol=1e-5)
+    ((key, choice),) = _dispatch.kernel_choices().items()
+    assert key[0] == "matmul" and choice == "kernel"
+    measured = triton_kernels.launch_counts()["matmul"]
+    assert measured == 1 + _dispatch._TIMED_RUNS and slow_impl.calls == 1 + _dispatch._TIMED_RUNS
+    # Later calls with this signature run the kernel alone, without measuring again.
+    _dispatch._run_faster(prim, vals, params, sync=no_sync)
+    assert triton_kernels.launch_counts()["matmul"] == measured + 1
+    assert slow_impl.calls == 1 + _dispatch._TIMED_RUNS
+    monkeypatch.undo()
+
+    # Interpreted Triton is far slower than torch's CPU matmul: a new signature (other rows)
+    # chooses the fallback, and its later calls return None (run the fallback) at once.
+    vals, params = _matmul_operands(9)
+    _dispatch._run_faster(prim, vals, params, sync=no_sync)
+    assert sorted(_dispatch.kernel_choices().values()) == ["fallback", "kernel"]
+    triton_kernels.reset_launch_counts()
+    assert _dispatch._run_faster(prim, vals, params, sync=no_sync) is None
+    assert triton_kernels.launch_counts() == {}
+    _dispatch.clear_kernel_choices()
+    assert _dispatch.kernel_choices() == {}
+
+
+def test_auto_selection_of_an_unsupported_case_is_the_fallback():
+    from keratron.ops import _dispatch
+
+    _dispatch.clear_kernel_choices()
+    x = torch.ones((3, 4), dtype=torch.int32)
+    assert (
+        _dispatch._run_faster(PRIMITIVES["matmul"], [x, x.t(), None], {"activation": None}) is None
+    )
+    assert list(_dispatch.kernel_choices().values()) == ["fallback"]
+    _dispatch.clear_kernel_choices()
