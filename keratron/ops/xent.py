@@ -48,16 +48,15 @@ one_hot_p = Primitive("softmax_cross_entropy_one_hot", _one_hot_impl)
 
 
 def _sce_impl(logits, labels, sparse):
-    # torch's cross_entropy subtracts the row max inside its log-softmax: finite for logits
-    # like 1e4, where exp(x) overflows. Two fused calls instead of a chain of small ones.
-    classes = logits.shape[-1]
-    flat = logits.reshape(-1, classes)
+    # One log-softmax (it subtracts the row max: finite for logits like 1e4, where exp(x)
+    # overflows) gives both outputs: the loss reads it at the labels, and the probabilities are
+    # its exponential, which saves a second pass over the logits.
+    log_probs = torch.log_softmax(logits, dim=-1)
     if sparse:
-        loss = torch.nn.functional.cross_entropy(flat, labels.reshape(-1).long(), reduction="none")
+        loss = log_probs.gather(-1, labels.long().unsqueeze(-1)).squeeze(-1).neg_()
     else:
-        target = labels.reshape(-1, classes).to(flat.dtype)
-        loss = torch.nn.functional.cross_entropy(flat, target, reduction="none")
-    return loss.reshape(logits.shape[:-1]), torch.softmax(logits, dim=-1)
+        loss = (labels.to(log_probs.dtype) * log_probs).sum(-1).neg_()
+    return loss, log_probs.exp_()
 
 
 def _sce_grad_impl(g, probs, labels, sparse):
