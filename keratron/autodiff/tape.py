@@ -87,11 +87,12 @@ def _unbroadcast(g: Tensor, shape: tuple) -> Tensor:
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1
-    )
-    if axes:
-        g = _bind("sum", g, axis=axes, keepdims=True)
+    inner = tuple(lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1)
+    if not inner:
+        # Only added leading axes (a bias broadcast over a batch): one sum drops them.
+        g = _bind("sum", g, axis=tuple(range(lead)), keepdims=False)
+        return g if g.shape == tuple(shape) else _bind("reshape", g, shape=tuple(shape))
+    g = _bind("sum", g, axis=tuple(range(lead)) + inner, keepdims=True)
     return _bind("reshape", g, shape=tuple(shape))
 
 
