@@ -683,8 +683,21 @@ def _avg_scale(spatial, pool_size, strides, padding, out_spatial, dtype, device)
     return scale
 
 
+def _symmetric_pad(pool_size, padding):
+    """Per-axis padding when every axis pads both sides equally by at most half a window
+    (SAME pooling at stride 1 with an odd window): aten's pooling then pads by itself and, with
+    count_include_pad=False, averages over the unpadded elements only, as TF does."""
+    if not all(lo == hi and 2 * lo <= k for (lo, hi), k in zip(padding, pool_size)):
+        return None
+    return [lo for lo, _ in padding]
+
+
 def _avg_pool_impl(x, pool_size, strides, padding):
     nd = x.dim() - 2
+    native = _symmetric_pad(pool_size, padding) if _has_pad(padding) else None
+    if native is not None:
+        y = _AVG_POOL[nd][0](_to_cf(x), list(pool_size), list(strides), native, False, False, None)
+        return _to_cl(y)
     spatial = x.shape[1:-1]
     padded = _has_pad(padding)
     if padded:
@@ -698,6 +711,11 @@ def _avg_pool_impl(x, pool_size, strides, padding):
 def _avg_pool_grad_impl(g, input_shape, pool_size, strides, padding):
     nd = g.dim() - 2
     gt = _to_cf(g)
+    native = _symmetric_pad(pool_size, padding) if _has_pad(padding) else None
+    if native is not None:
+        like = _to_cf(torch.empty(input_shape, dtype=g.dtype, device=g.device))
+        args = (list(pool_size), list(strides), native, False, False, None)
+        return _to_cl(_AVG_POOL[nd][1](gt, like, *args))
     padded = _has_pad(padding)
     if padded:
         gt = gt * _avg_scale(

@@ -279,6 +279,10 @@ POOL_CASES = [
     ((2, 9, 3), 3, 2, "same"),
     ((1, 10, 1), 4, 3, "valid"),
     ((1, 5, 4, 5, 2), 2, 2, "same"),
+    # Stride 1, odd windows: equal padding on both sides, which aten's pooling applies itself.
+    ((2, 7, 5, 3), 3, 1, "same"),
+    ((1, 6, 7, 2), (5, 3), 1, "same"),
+    ((1, 4, 5, 3, 2), 3, 1, "same"),
 ]
 
 
