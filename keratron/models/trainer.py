@@ -362,9 +362,16 @@ class Trainer:
             if weights:
                 self._batch_device = target
 
+        to_cuda = target.type == "cuda"
+
         def move(t):
             if isinstance(t, Tensor) and not _same_device(t._value, target):
-                return Tensor(t._value.to(target))
+                value = t._value
+                if to_cuda and value.device.type == "cpu":
+                    # From pageable memory a copy to the GPU waits for the GPU to go idle; from
+                    # pinned memory it is queued behind the previous step's kernels instead.
+                    return Tensor(value.pin_memory().to(target, non_blocking=True))
+                return Tensor(value.to(target))
             return t
 
         return tree.map_structure(move, batch)

@@ -107,9 +107,11 @@ class Adam(Optimizer):
                 return
         else:
             # Elsewhere the scalars stay on the device, so a step never waits on the host.
+            # (torch.full fills on the device; torch.tensor would copy from the host and wait.)
             t = (self._step_count(lr.device) + 1).to(lr.dtype)
-            beta_1_power = torch.pow(torch.tensor(self.beta_1, dtype=lr.dtype, device=lr.device), t)
-            beta_2_power = torch.pow(torch.tensor(self.beta_2, dtype=lr.dtype, device=lr.device), t)
+            scalar = dict(dtype=lr.dtype, device=lr.device)
+            beta_1_power = torch.pow(torch.full((), self.beta_1, **scalar), t)
+            beta_2_power = torch.pow(torch.full((), self.beta_2, **scalar), t)
             alpha = lr * torch.sqrt(1 - beta_2_power) / (1 - beta_1_power)
 
         torch._foreach_lerp_(m, grads, 1 - self.beta_1)

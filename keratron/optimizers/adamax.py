@@ -74,7 +74,7 @@ class Adamax(Optimizer):
         m = [self._m[i]._value for i in idx]
         u = [self._u[i]._value for i in idx]
         t = (self._step_count(lr.device) + 1).to(lr.dtype)
-        beta_1_power = torch.pow(torch.tensor(self.beta_1, dtype=lr.dtype, device=lr.device), t)
+        beta_1_power = torch.pow(torch.full((), self.beta_1, dtype=lr.dtype, device=lr.device), t)
         torch._foreach_lerp_(m, grads, 1 - self.beta_1)
         torch._foreach_mul_(u, self.beta_2)
         torch._foreach_maximum_(u, torch._foreach_abs(grads))

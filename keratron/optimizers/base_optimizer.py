@@ -510,7 +510,7 @@ class Optimizer:
                 torch.stack([n.to(device=device, dtype=torch.float32) for n in norms])
             )
             # Adding (total - total) turns the scale into NaN when the norm is inf or NaN.
-            scale = clip * torch.minimum(1.0 / total, torch.tensor(1.0 / clip, device=device))
+            scale = clip * torch.minimum(1.0 / total, torch.full((), 1.0 / clip, device=device))
             scale = scale + (total - total)
             return _foreach_scale(grads, scale)
         if self.clipvalue and self.clipvalue > 0:

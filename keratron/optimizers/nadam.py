@@ -90,8 +90,8 @@ class Nadam(Optimizer):
         # The schedule product advances once per step, before the per-group updates read it.
         prod = self._u_product._value
         t = (self._step_count(prod.device) + 1).to(prod.dtype)
-        beta_1 = torch.tensor(self.beta_1, dtype=prod.dtype, device=prod.device)
-        decay = torch.tensor(0.96, dtype=prod.dtype, device=prod.device)
+        beta_1 = torch.full((), self.beta_1, dtype=prod.dtype, device=prod.device)
+        decay = torch.full((), 0.96, dtype=prod.dtype, device=prod.device)
         self._u_t = beta_1 * (1.0 - 0.5 * torch.pow(decay, t))
         self._u_t_1 = beta_1 * (1.0 - 0.5 * torch.pow(decay, t + 1))
         prod.mul_(self._u_t)
@@ -107,7 +107,7 @@ class Nadam(Optimizer):
         u_t_1 = self._u_t_1.to(device=dev, dtype=dt)
         prod_t = self._u_product._value.to(device=dev, dtype=dt)
         t = (self._step_count(dev) + 1).to(dt)
-        beta_2_power = torch.pow(torch.tensor(self.beta_2, dtype=dt, device=dev), t)
+        beta_2_power = torch.pow(torch.full((), self.beta_2, dtype=dt, device=dev), t)
 
         torch._foreach_lerp_(m, grads, 1 - self.beta_1)
         torch._foreach_mul_(v, self.beta_2)
