@@ -8,6 +8,7 @@ mask and activity-regularization loss.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 
@@ -146,6 +147,58 @@ class _CallContext(threading.local):
 _ctx = _CallContext()
 
 
+class _NameScopes(threading.local):
+    def __init__(self):
+        self.stack: list = []  # (layer name, layer), outermost first
+
+
+_scopes = _NameScopes()
+
+
+class _LayerScope:
+    """Opens `layer`'s name scope, as Keras does around a layer's build, call and weight
+    creation: variables created inside are named `"<outer>/<layer>/<variable>"`. A layer
+    already at the top of the stack (its build calling `super().build`, a weight created
+    in its own build) does not open it again."""
+
+    __slots__ = ("layer", "pushed")
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def __enter__(self):
+        stack = _scopes.stack
+        self.pushed = not (stack and stack[-1][1] is self.layer)
+        if self.pushed:
+            stack.append((self.layer.name, self.layer))
+
+    def __exit__(self, *exc):
+        if self.pushed:
+            _scopes.stack.pop()
+
+
+def current_path() -> str:
+    """The open layer name scopes, outermost first, joined by "/"."""
+    return "/".join(name for name, _ in _scopes.stack)
+
+
+def _scoped_build(build):
+    """Wraps a `build` method so it runs in the layer's name scope; the first build fixes the
+    layer's `path` (the scopes open around it, its own name last)."""
+    if getattr(build, "_scoped", False):
+        return build
+
+    @functools.wraps(build)
+    def scoped(self, *args, **kwargs):
+        with _LayerScope(self):
+            if getattr(self, "_path", None) is None:
+                self._path = current_path()
+            return build(self, *args, **kwargs)
+
+    scoped._scoped = True
+    return scoped
+
+
 def _signature_params(fn) -> dict:
     try:
         return dict(inspect.signature(fn).parameters)
@@ -261,7 +314,10 @@ class Layer:
 
     @property
     def path(self) -> str:
-        return self.name
+        """The layer's name after the names of the layers it was built inside (a Dense in a
+        Sequential model: "sequential/dense"); its name until it is built."""
+        path = getattr(self, "_path", None)
+        return self.name if path is None else path
 
     @property
     def trainable(self) -> bool:
@@ -360,7 +416,8 @@ class Layer:
             constraint=constraints.get(constraint),
             regularizer=regularizers.get(regularizer),
         )
-        v.path = f"{self.path}/{v.name}"
+        with _LayerScope(self):
+            v.path = f"{current_path()}/{v.name}"
         v.overwrite_with_gradient = overwrite_with_gradient
         self._track_variable(v)
         return v
@@ -419,6 +476,12 @@ class Layer:
             layer._losses = []
 
     # ----------------------------------------------------------------------- build / call
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "build" in cls.__dict__:
+            cls.build = _scoped_build(cls.__dict__["build"])
+
+    @_scoped_build
     def build(self, input_shape=None) -> None:
         """Creates the layer's weights. The default builds nothing."""
         self.built = True
@@ -471,7 +534,8 @@ class Layer:
     def __call__(self, *args, **kwargs):
         flat = tree.flatten([list(args), kwargs])
         if any(isinstance(x, KerasTensor) for x in flat):
-            return self._symbolic_call(args, kwargs)
+            with _LayerScope(self):
+                return self._symbolic_call(args, kwargs)
         if not args and "inputs" not in kwargs:
             raise ValueError(f"Layer '{self.name}' was called without inputs.")
         # (1) arrays -> Tensors, floats cast to the layer's compute dtype
@@ -485,6 +549,10 @@ class Layer:
                 args[i] = convert_to_tensor(args[i])
         # (2) input spec
         _check_input_spec(self.input_spec, args[0] if args else kwargs["inputs"], self.name)
+        with _LayerScope(self):
+            return self._scoped_call(args, kwargs)
+
+    def _scoped_call(self, args, kwargs):
         # (3) build
         if not self.built:
             self._maybe_build(args, kwargs)

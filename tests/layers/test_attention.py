@@ -200,7 +200,9 @@ def test_mha_layer_test(kwargs, q_shape, v_shape, out_shape, weight_shapes):
     expected = ["query", "key", "value", "attention_output"]
     if kwargs.get("use_gate"):
         expected.insert(2, "gate")
-    assert [n.split("/")[0] for n in names[:: 1 if not kwargs.get("use_bias", True) else 2]] == (
+    # Keras's paths: "<the attention layer>/<sub-layer>/<weight>".
+    assert {n.split("/")[0] for n in names} == {layer.name}
+    assert [n.split("/")[1] for n in names[:: 1 if not kwargs.get("use_bias", True) else 2]] == (
         expected
     )
 
