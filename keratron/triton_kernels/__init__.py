@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from collections import Counter
 
 __all__ = [
@@ -76,6 +77,15 @@ class _LazyRoute:
         if self._fn is None:
             if not available():
                 raise NotImplementedError("triton is not installed")
+            if "triton" not in sys.modules and "tensorflow" in sys.modules:
+                # Both bundle LLVM and register its command-line options process-wide: triton
+                # loaded after TensorFlow aborts the process ("LLVM ERROR: inconsistency in
+                # registered CommandLine options"). The other order works.
+                raise NotImplementedError(
+                    "TensorFlow was imported before triton in this process, and loading triton "
+                    "after it aborts the process (both bundle LLVM). Import triton before "
+                    "tensorflow to use the Triton kernels."
+                )
             module, name = self.target.split(":")
             try:
                 mod = importlib.import_module(f"{__name__}.{module}")

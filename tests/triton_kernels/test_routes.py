@@ -98,3 +98,35 @@ def test_auto_selection_of_an_unsupported_case_is_the_fallback():
     )
     assert list(_dispatch.kernel_choices().values()) == ["fallback"]
     _dispatch.clear_kernel_choices()
+
+
+def test_triton_after_tensorflow_is_a_clear_error_not_an_abort():
+    """Loading triton after TensorFlow would abort the whole process (both bundle LLVM):
+    the route refuses to load it, so "auto" falls back and "triton" says why."""
+    import subprocess
+    import sys
+
+    from tests.conftest import require
+
+    require("tensorflow")
+    script = (
+        "import tensorflow, numpy as np, keratron as kt\n"
+        "a = kt.convert_to_tensor(np.ones((3, 4), 'float32'))\n"
+        "kt.config.set_kernel_backend('auto')\n"
+        "print('auto', tuple(kt.ops.matmul(a, kt.ops.transpose(a)).shape))\n"
+        "kt.config.set_kernel_backend('triton')\n"
+        "try:\n"
+        "    kt.ops.matmul(a, kt.ops.transpose(a))\n"
+        "except ValueError as e:\n"
+        "    print('triton', e)\n"
+    )
+    # Without KERAS_BACKEND (the test suite sets it to torch): importing TensorFlow then
+    # imports Keras on torch, which loads triton itself, outside keratron.
+    env = {k: v for k, v in __import__("os").environ.items() if k != "KERAS_BACKEND"}
+    env.update(TRITON_INTERPRET="1", TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "auto (3, 3)" in done.stdout
+    assert "TensorFlow was imported before triton" in done.stdout
