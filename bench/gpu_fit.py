@@ -55,23 +55,11 @@ def torch_rate(wl, x, y, rounds):
         x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     xt = torch.from_numpy(x.astype(np.int64) if wl.model == "lstm" else x).cuda()
     yt = torch.from_numpy(y).cuda()
-    loss_fn = {"tiny": torch.nn.MSELoss(), "lstm": torch.nn.BCELoss()}.get(
-        wl.model, torch.nn.CrossEntropyLoss()
-    )
+    loss_fn = W.torch_loss(torch, wl)
     opt = torch.optim.Adam(model.parameters(), lr=W.LEARNING_RATE, foreach=True)
-    b = wl.batch
 
     def epoch():
-        order = torch.randperm(len(xt), device="cuda")
-        total = torch.zeros((), device="cuda")
-        for i in range(0, len(xt), b):
-            idx = order[i : i + b]
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xt[idx]), yt[idx])
-            loss.backward()
-            opt.step()
-            total += loss.detach()
-        return float(total) / (len(xt) // b)
+        return W.torch_epoch(torch, model, opt, loss_fn, xt, yt, wl.batch)
 
     epoch()
     best, loss = 0.0, None

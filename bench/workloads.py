@@ -376,6 +376,31 @@ def torch_params(model) -> tuple[int, int]:
     return trainable + stats, trainable
 
 
+def torch_loss(torch, wl: Workload):
+    """The workload's loss as a torch module (the same losses as `keras_loss`)."""
+    return {"tiny": torch.nn.MSELoss(), "lstm": torch.nn.BCELoss()}.get(
+        wl.model, torch.nn.CrossEntropyLoss()
+    )
+
+
+def torch_epoch(torch, model, opt, loss_fn, inputs, targets, batch: int) -> float:
+    """One epoch of the hand-written loop over tensors on one device, batches drawn from a
+    fresh permutation; returns the mean batch loss."""
+    model.train()
+    order = torch.randperm(inputs.shape[0], device=inputs.device)
+    total = torch.zeros((), device=inputs.device)
+    steps = 0
+    for i in range(0, inputs.shape[0], batch):
+        idx = order[i : i + batch]
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(inputs[idx]), targets[idx])
+        loss.backward()
+        opt.step()
+        total += loss.detach()
+        steps += 1
+    return float(total) / steps
+
+
 def run_torch(torch, wl: Workload, x, y, check: bool) -> dict:
     model = build_torch_model(torch, wl)
     total, trainable = torch_params(model)
@@ -403,26 +428,12 @@ def run_torch(torch, wl: Workload, x, y, check: bool) -> dict:
         return result
 
     yt = torch.from_numpy(y)
-    loss_fn = {"tiny": torch.nn.MSELoss(), "lstm": torch.nn.BCELoss()}.get(
-        wl.model, torch.nn.CrossEntropyLoss()
-    )
+    loss_fn = torch_loss(torch, wl)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=LEARNING_RATE, foreach=True)
 
     def epoch(inputs, targets):
-        model.train()
-        order = torch.randperm(inputs.shape[0])
-        total = torch.zeros(())
-        steps = 0
-        for i in range(0, inputs.shape[0], b):
-            idx = order[i : i + b]
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(inputs[idx]), targets[idx])
-            loss.backward()
-            opt.step()
-            total += loss.detach()
-            steps += 1
-        return float(total) / steps
+        return torch_epoch(torch, model, opt, loss_fn, inputs, targets, b)
 
     def evaluate():
         model.eval()
