@@ -6,6 +6,8 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
 - `cse`: merges pure nodes with the same primitive, inputs and parameters.
 - `fold_constants`: evaluates pure nodes whose inputs are all constants.
 - `fuse_epilogues`: matmul/conv followed by a bias add and an activation become one call.
+- `gate_pooled_gradients`: a relu gradient gate after a max-pool gradient moves before it,
+  onto the pooled tensor.
 - `dce`: drops nodes that neither feed an output nor have an effect.
 Effects (random draws, variable assignments, opaque updates) are never merged, folded or
 dropped, and they keep their order.
@@ -368,6 +370,56 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
     return _substitute(graph, outputs, subst)
 
 
+def gate_pooled_gradients(graph: Graph, outputs: list) -> list:
+    """Moves a relu/relu6 gradient gate in front of a max-pool gradient:
+    `relu_grad(max_pool_grad(y, g, idx), y)` becomes `max_pool_grad(y, relu_grad(g, pooled),
+    idx)` where `pooled, idx = max_pool(y)`. The pool gradient is zero except at each window's
+    argmax, whose value is the window's pooled value; so gating g by the pooled values gives
+    the same numbers, and the gate reads the pooled tensor (a quarter of the elements for 2x2
+    pooling) instead of another full pass over the unpooled one (a relu conv before a pool).
+    """
+    prod = _producers(graph)
+    uses = _use_counts(graph, outputs)
+    subst: dict = {}
+    nodes = []
+    for n in graph.nodes:
+        nodes.append(n)
+        if n.kind != "prim" or n.prim.name not in ("relu_grad", "relu6_grad"):
+            continue
+        a, y = n.inputs
+        grad = prod.get(a)
+        if grad is None or grad.kind != "prim" or grad.prim.name != "max_pool_grad":
+            continue
+        x, g, idx = grad.inputs
+        pool = prod.get(idx) if idx is not None else None
+        # The gate reads the pooled input itself, or what the activation was applied to
+        # (relu(v) > 0 exactly where v > 0; relu6(v) is in (0, 6) exactly where v is).
+        act = prod.get(x)
+        reads_pooled = x == y or (
+            act is not None
+            and act.kind == "prim"
+            and act.prim.name == n.prim.name[: -len("_grad")]
+            and act.inputs[0] == y
+        )
+        if (
+            uses.get(a, 0) != 1
+            or not reads_pooled
+            or pool is None
+            or pool.prim.name != "max_pool"
+            or pool.inputs[0] != x
+            or pool.params != grad.params
+        ):
+            continue
+        gate, gated = _new_value(graph, n.prim.name, [g, pool.outputs[0]], {}, graph.avals[g])
+        regrad, out = _new_value(
+            graph, "max_pool_grad", [x, gated, idx], grad.params, graph.avals[n.outputs[0]]
+        )
+        nodes[-1:] = [gate, regrad]
+        subst[n.outputs[0]] = out
+    graph.nodes = nodes
+    return _substitute(graph, outputs, subst)
+
+
 def dce(graph: Graph, outputs: list) -> list:
     live = {v for k, v in outputs if k == "slot"}
     kept = []
@@ -385,7 +437,7 @@ def resimplify(graph: Graph, outputs: list) -> list:
     return simplify(graph, outputs)
 
 
-PASSES = [simplify, cse, fold_constants, resimplify, fuse_epilogues, dce]
+PASSES = [simplify, cse, fold_constants, resimplify, fuse_epilogues, gate_pooled_gradients, dce]
 
 
 def optimize(graph: Graph, outputs: list) -> list:

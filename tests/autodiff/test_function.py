@@ -201,6 +201,7 @@ def test_pass_node_counts_on_a_fixed_graph():
         "fold_constants": 4,
         "resimplify": 4,
         "fuse_epilogues": 4,
+        "gate_pooled_gradients": 4,
         "dce": 2,  # exp, add
     }, counts
 
@@ -434,3 +435,32 @@ def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
 
     step = function(train).get_concrete_graph(kt.convert_to_tensor(x))
     assert "conv_kernel_layout" not in [n.prim.name for n in step.graph.nodes if n.prim]
+
+
+@pytest.mark.parametrize(
+    "activation, pool",
+    [("relu", (2, 2, "valid")), ("relu6", (3, 2, "same")), ("relu", (3, 1, "same"))],
+    ids=["relu-2x2", "relu6-3x3s2-same", "relu-3x3s1-same"],
+)
+def test_relu_gradient_gate_moves_before_the_max_pool_gradient(activation, pool):
+    size, stride, padding = pool
+    rng = np.random.default_rng(4)
+    # Integers: ties inside pooling windows, and values at 0 and 6 where the gates switch.
+    x = kt.convert_to_tensor(rng.integers(-3, 9, (2, 7, 6, 3)).astype("float32"))
+    cot = kt.convert_to_tensor(rng.standard_normal((2, 7, 6, 3)).astype("float32"))
+    act = ops.relu if activation == "relu" else ops.relu6
+
+    def f(x):
+        with kt.GradientTape() as tape:
+            tape.watch(x)
+            y = ops.max_pool(act(ops.multiply(x, cot)), size, stride, padding)
+            loss = ops.sum(ops.multiply(y, y))
+        return tape.gradient(loss, x)
+
+    counts = _count_nodes_through_passes(f, x)
+    assert counts["gate_pooled_gradients"] == counts["fuse_epilogues"] + 1, counts
+    cf = function(f).get_concrete_graph(x)
+    names = [n.prim.name for n in cf.graph.nodes]
+    gate = names.index(f"{activation}_grad")
+    assert names[gate + 1] == "max_pool_grad", names
+    np.testing.assert_array_equal(function(f)(x).numpy(), f(x).numpy())
