@@ -4,9 +4,10 @@ Per call: a primitive with a device kernel route runs it when the backend is "tr
 "auto" and CUDA inputs, it runs whichever of the route and the torch fallback (cuBLAS,
 cuDNN) measured faster the first time this primitive met these shapes, dtypes, strides and
 parameters (like cuDNN's benchmark mode; a training step's shapes repeat, so each is timed
-once). A route that cannot handle a case raises NotImplementedError and the CPU/torch
-fallback runs ("auto") or a clear error is raised ("triton"). Everything runs under
-`torch.no_grad()` only when torch's grad mode is on, so torch.autograd never records
+once; past 64 measured signatures of one primitive, a new one takes that primitive's most
+frequent choice untimed). A route that cannot handle a case raises NotImplementedError and
+the CPU/torch fallback runs ("auto") or a clear error is raised ("triton"). Everything runs
+under `torch.no_grad()` only when torch's grad mode is on, so torch.autograd never records
 keratron's work and torch's global state is left as found.
 """
 
@@ -81,6 +82,10 @@ def _run_kernel(prim, vals, params):
 # ("auto" on CUDA) call signature -> "kernel" or "fallback", whichever measured faster.
 _choices: dict = {}
 _TIMED_RUNS = 3
+# Past this many measured signatures of one primitive (shapes that change on every call),
+# a new signature takes that primitive's most frequent choice without measuring.
+_MEASURED_PER_PRIMITIVE = 64
+_kept: dict = {}  # primitive name -> {"kernel": n, "fallback": n}
 
 
 def _signature(prim, vals, params):
@@ -102,13 +107,17 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
     more runs of each, and keeps the faster."""
     key = _signature(prim, vals, params)
     choice = _choices.get(key)
+    if choice is None:
+        kept = _kept.get(prim.name)
+        if kept is not None and sum(kept.values()) >= _MEASURED_PER_PRIMITIVE:
+            choice = max(kept, key=kept.get)
     if choice == "kernel":
         return _run_kernel(prim, vals, params)
     if choice == "fallback":
         return None
     out = _run_kernel(prim, vals, params)
     if out is None:  # the route does not handle this case
-        _choices[key] = "fallback"
+        _keep(prim, key, "fallback")
         return None
     _run_fallback(prim, vals, params)
     best = {}
@@ -121,8 +130,14 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
             sync()
             elapsed = time.perf_counter() - start
             best[name] = min(best.get(name, elapsed), elapsed)
-    _choices[key] = "kernel" if best["kernel"] <= best["fallback"] else "fallback"
+    _keep(prim, key, "kernel" if best["kernel"] <= best["fallback"] else "fallback")
     return out
+
+
+def _keep(prim, key, choice: str) -> None:
+    _choices[key] = choice
+    kept = _kept.setdefault(prim.name, {"kernel": 0, "fallback": 0})
+    kept[choice] += 1
 
 
 def kernel_choices() -> dict:
@@ -134,6 +149,7 @@ def kernel_choices() -> dict:
 def clear_kernel_choices() -> None:
     """Forgets the measurements: the next call of each signature measures again."""
     _choices.clear()
+    _kept.clear()
 
 
 primitive.set_executor(execute)

@@ -130,3 +130,21 @@ def test_triton_after_tensorflow_is_a_clear_error_not_an_abort():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "auto (3, 3)" in done.stdout
     assert "TensorFlow was imported before triton" in done.stdout
+
+
+def test_auto_selection_stops_measuring_a_primitive_with_ever_new_shapes(monkeypatch):
+    from keratron.ops import _dispatch
+
+    _dispatch.clear_kernel_choices()
+    monkeypatch.setattr(_dispatch, "_MEASURED_PER_PRIMITIVE", 2)
+    prim = PRIMITIVES["matmul"]
+    no_sync = lambda: None  # noqa: E731
+    for rows in (3, 4):  # measured: the interpreted kernel loses to torch each time
+        _dispatch._run_faster(prim, *_matmul_operands(rows), sync=no_sync)
+    assert sorted(_dispatch.kernel_choices().values()) == ["fallback", "fallback"]
+    # A third shape takes the primitive's usual choice at once: no kernel launch at all.
+    triton_kernels.reset_launch_counts()
+    assert _dispatch._run_faster(prim, *_matmul_operands(5), sync=no_sync) is None
+    assert triton_kernels.launch_counts() == {}
+    assert len(_dispatch.kernel_choices()) == 2
+    _dispatch.clear_kernel_choices()
