@@ -85,7 +85,6 @@ _TIMED_RUNS = 3
 # Past this many measured signatures of one primitive (shapes that change on every call),
 # a new signature takes that primitive's most frequent choice without measuring.
 _MEASURED_PER_PRIMITIVE = 64
-_kept: dict = {}  # primitive name -> {"kernel": n, "fallback": n}
 
 
 def _signature(prim, vals, params):
@@ -93,11 +92,6 @@ def _signature(prim, vals, params):
         None if v is None else (tuple(v.shape), v.dtype, v.stride(), v.device) for v in vals
     )
     return prim.name, shapes, repr(sorted(params.items()))
-
-
-def _run_fallback(prim, vals, params):
-    with _no_grad():
-        return prim.impl(*vals, **params)
 
 
 def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
@@ -108,18 +102,19 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
     key = _signature(prim, vals, params)
     choice = _choices.get(key)
     if choice is None:
-        kept = _kept.get(prim.name)
-        if kept is not None and sum(kept.values()) >= _MEASURED_PER_PRIMITIVE:
-            choice = max(kept, key=kept.get)
+        made = [c for k, c in _choices.items() if k[0] == prim.name]
+        if len(made) >= _MEASURED_PER_PRIMITIVE:
+            choice = max(("kernel", "fallback"), key=made.count)
     if choice == "kernel":
         return _run_kernel(prim, vals, params)
     if choice == "fallback":
         return None
     out = _run_kernel(prim, vals, params)
     if out is None:  # the route does not handle this case
-        _keep(prim, key, "fallback")
+        _choices[key] = "fallback"
         return None
-    _run_fallback(prim, vals, params)
+    with _no_grad():
+        prim.impl(*vals, **params)  # warm-up, as the route's first run was
     best = {}
     for name, run in (("kernel", prim.kernel), ("fallback", prim.impl)):
         for _ in range(_TIMED_RUNS):
@@ -130,14 +125,8 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
             sync()
             elapsed = time.perf_counter() - start
             best[name] = min(best.get(name, elapsed), elapsed)
-    _keep(prim, key, "kernel" if best["kernel"] <= best["fallback"] else "fallback")
+    _choices[key] = "kernel" if best["kernel"] <= best["fallback"] else "fallback"
     return out
-
-
-def _keep(prim, key, choice: str) -> None:
-    _choices[key] = choice
-    kept = _kept.setdefault(prim.name, {"kernel": 0, "fallback": 0})
-    kept[choice] += 1
 
 
 def kernel_choices() -> dict:
@@ -149,7 +138,6 @@ def kernel_choices() -> dict:
 def clear_kernel_choices() -> None:
     """Forgets the measurements: the next call of each signature measures again."""
     _choices.clear()
-    _kept.clear()
 
 
 primitive.set_executor(execute)
