@@ -684,9 +684,10 @@ def _avg_scale(spatial, pool_size, strides, padding, out_spatial, dtype, device)
 
 
 def _symmetric_pad(pool_size, padding):
-    """Per-axis padding when every axis pads both sides equally by at most half a window
-    (SAME pooling at stride 1 with an odd window): aten's pooling then pads by itself and, with
-    count_include_pad=False, averages over the unpadded elements only, as TF does."""
+    """Per-axis padding when every axis pads both sides equally by at most half a window (no
+    padding, or SAME pooling at stride 1 with an odd window): aten's pooling then pads by
+    itself and, with count_include_pad=False, averages over the unpadded elements only, as TF
+    does; None otherwise."""
     if not all(lo == hi and 2 * lo <= k for (lo, hi), k in zip(padding, pool_size)):
         return None
     return [lo for lo, _ in padding]
@@ -694,37 +695,32 @@ def _symmetric_pad(pool_size, padding):
 
 def _avg_pool_impl(x, pool_size, strides, padding):
     nd = x.dim() - 2
-    native = _symmetric_pad(pool_size, padding) if _has_pad(padding) else None
+    native = _symmetric_pad(pool_size, padding)
     if native is not None:
         y = _AVG_POOL[nd][0](_to_cf(x), list(pool_size), list(strides), native, False, False, None)
         return _to_cl(y)
+    # Uneven padding: pad explicitly, then rescale each output by window / valid elements.
     spatial = x.shape[1:-1]
-    padded = _has_pad(padding)
-    if padded:
-        x = _pad_cl(x, padding)
+    x = _pad_cl(x, padding)
     y = _AVG_POOL[nd][0](_to_cf(x), list(pool_size), list(strides), [0] * nd, False, True, None)
-    if padded:
-        y.mul_(_avg_scale(spatial, pool_size, strides, padding, y.shape[2:], y.dtype, y.device))
+    y.mul_(_avg_scale(spatial, pool_size, strides, padding, y.shape[2:], y.dtype, y.device))
     return _to_cl(y)
 
 
 def _avg_pool_grad_impl(g, input_shape, pool_size, strides, padding):
     nd = g.dim() - 2
     gt = _to_cf(g)
-    native = _symmetric_pad(pool_size, padding) if _has_pad(padding) else None
+    native = _symmetric_pad(pool_size, padding)
     if native is not None:
         like = _to_cf(torch.empty(input_shape, dtype=g.dtype, device=g.device))
         args = (list(pool_size), list(strides), native, False, False, None)
         return _to_cl(_AVG_POOL[nd][1](gt, like, *args))
-    padded = _has_pad(padding)
-    if padded:
-        gt = gt * _avg_scale(
-            input_shape[1:-1], pool_size, strides, padding, gt.shape[2:], g.dtype, g.device
-        )
+    gt = gt * _avg_scale(
+        input_shape[1:-1], pool_size, strides, padding, gt.shape[2:], g.dtype, g.device
+    )
     like = _to_cf(torch.empty(_padded_shape(input_shape, padding), dtype=g.dtype, device=g.device))
     gi = _AVG_POOL[nd][1](gt, like, list(pool_size), list(strides), [0] * nd, False, True, None)
-    gi = _to_cl(gi)
-    return _pad_cl(gi, _neg(padding)) if padded else gi
+    return _pad_cl(_to_cl(gi), _neg(padding))
 
 
 # Average pooling is linear; avg_pool and avg_pool_grad are each other's transposes.
