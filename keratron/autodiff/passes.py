@@ -8,6 +8,7 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
 - `fuse_epilogues`: matmul/conv followed by a bias add and an activation become one call.
 - `gate_pooled_gradients`: a relu gradient gate after a max-pool gradient moves before it,
   onto the pooled tensor.
+- `pool_before_activation`: a relu before a max-pool moves after it, onto the pooled tensor.
 - `dce`: drops nodes that neither feed an output nor have an effect.
 Effects (random draws, variable assignments, opaque updates) are never merged, folded or
 dropped, and they keep their order.
@@ -420,6 +421,69 @@ def gate_pooled_gradients(graph: Graph, outputs: list) -> list:
     return _substitute(graph, outputs, subst)
 
 
+def pool_before_activation(graph: Graph, outputs: list) -> list:
+    """`max_pool(relu(v))` becomes `relu(max_pool(v))` (likewise relu6, standalone or as a
+    matmul/conv epilogue): a non-decreasing elementwise function commutes with a window max,
+    so the activation reads the pooled tensor instead of the unpooled one.
+
+    Only where every consumer of the activated value is such a max_pool, or the max_pool_grad
+    of one (which reads its input's shape only, and the pool's indices). Indices can differ
+    only in windows whose raw values are all <= 0 (relu6: >= 6), where the activated values
+    tie; the pooled value there is 0 (6), whose gate passes no gradient, so the gradient is
+    the same.
+    """
+    from keratron.autodiff.primitive import PRIMITIVES
+
+    prod = _producers(graph)
+    consumers: dict = {}
+    for n in graph.nodes:
+        for s in n.inputs:
+            if s is not None:
+                consumers.setdefault(s, []).append(n)
+    live_outputs = {v for k, v in outputs if k == "slot"}
+    after: dict = {}  # id(max_pool node) -> the activation node to run right after it
+
+    def pool_or_its_grad(u, a, indices):
+        if u.kind != "prim" or u.inputs.count(a) != 1 or u.inputs[0] != a:
+            return False
+        return u.prim.name == "max_pool" or (
+            u.prim.name == "max_pool_grad" and u.inputs[2] in indices
+        )
+
+    for a, users in consumers.items():
+        act = prod.get(a)
+        if a in live_outputs or act is None or act.kind != "prim":
+            continue
+        pools = [u for u in users if u.kind == "prim" and u.prim.name == "max_pool"]
+        indices = {p.outputs[1] for p in pools}
+        if not pools or not all(pool_or_its_grad(u, a, indices) for u in users):
+            continue
+        if act.prim.name in ("relu", "relu6") and graph.avals[act.inputs[0]] == graph.avals[a]:
+            name, source = act.prim.name, act.inputs[0]
+        elif act.prim.name in ("matmul", "conv") and act.params.get("activation") in (
+            "relu",
+            "relu6",
+        ):
+            name, source = act.params["activation"], a
+            act.params = {**act.params, "activation": None}
+        else:
+            continue
+        for u in users:
+            u.inputs = [source] + u.inputs[1:]
+        for p in pools:
+            pooled = p.outputs[0]
+            raw = graph._new_slot(*graph.avals[pooled])
+            p.outputs = [raw] + p.outputs[1:]
+            after[id(p)] = Node("prim", [raw], [pooled], PRIMITIVES[name], {})
+    nodes = []
+    for n in graph.nodes:
+        nodes.append(n)
+        if id(n) in after:
+            nodes.append(after[id(n)])
+    graph.nodes = nodes
+    return outputs
+
+
 def dce(graph: Graph, outputs: list) -> list:
     live = {v for k, v in outputs if k == "slot"}
     kept = []
@@ -437,7 +501,16 @@ def resimplify(graph: Graph, outputs: list) -> list:
     return simplify(graph, outputs)
 
 
-PASSES = [simplify, cse, fold_constants, resimplify, fuse_epilogues, gate_pooled_gradients, dce]
+PASSES = [
+    simplify,
+    cse,
+    fold_constants,
+    resimplify,
+    fuse_epilogues,
+    gate_pooled_gradients,
+    pool_before_activation,
+    dce,
+]
 
 
 def optimize(graph: Graph, outputs: list) -> list:

@@ -202,6 +202,7 @@ def test_pass_node_counts_on_a_fixed_graph():
         "resimplify": 4,
         "fuse_epilogues": 4,
         "gate_pooled_gradients": 4,
+        "pool_before_activation": 4,
         "dce": 2,  # exp, add
     }, counts
 
@@ -464,3 +465,69 @@ def test_relu_gradient_gate_moves_before_the_max_pool_gradient(activation, pool)
     gate = names.index(f"{activation}_grad")
     assert names[gate + 1] == "max_pool_grad", names
     np.testing.assert_array_equal(function(f)(x).numpy(), f(x).numpy())
+
+
+def _pooled_activation_cases():
+    rng = np.random.default_rng(5)
+    # Integers: ties inside windows, windows of only non-positive values, values at 0 and 6,
+    # and a NaN, which both orders carry through to the pooled value.
+    x = rng.integers(-4, 9, (2, 7, 6, 3)).astype("float32")
+    x[0, 1, 1, 0] = np.nan
+    cot = rng.standard_normal((2, 7, 6, 3)).astype("float32")
+    return kt.convert_to_tensor(x), kt.convert_to_tensor(cot)
+
+
+@pytest.mark.parametrize(
+    "activation, pool",
+    [("relu", (2, 2, "valid")), ("relu6", (3, 2, "same")), ("relu", (3, 1, "same"))],
+    ids=["relu-2x2", "relu6-3x3s2-same", "relu-3x3s1-same"],
+)
+def test_activation_before_a_max_pool_moves_after_it(activation, pool):
+    size, stride, padding = pool
+    x, cot = _pooled_activation_cases()
+    act = ops.relu if activation == "relu" else ops.relu6
+
+    def infer(x):
+        return ops.max_pool(act(ops.multiply(x, cot)), size, stride, padding)
+
+    def grad(x):
+        with kt.GradientTape() as tape:
+            tape.watch(x)
+            y = infer(x)
+            loss = ops.sum(
+                ops.multiply(ops.where(ops.isnan(y), 0.0, y), cot[:, : y.shape[1], : y.shape[2]])
+            )
+        return y, tape.gradient(loss, x)
+
+    for f in (infer, grad):
+        names = [n.prim.name for n in function(f).get_concrete_graph(x).graph.nodes]
+        pool_at = names.index("max_pool")
+        assert activation not in names[:pool_at] and names[pool_at + 1] == activation, names
+        for traced, eager in zip(
+            kt.autodiff.tree.flatten(function(f)(x)), kt.autodiff.tree.flatten(f(x))
+        ):
+            np.testing.assert_array_equal(traced.numpy(), eager.numpy())
+
+
+def test_activation_moves_out_of_a_conv_epilogue_past_the_pool_only_when_nothing_else_reads_it():
+    rng = np.random.default_rng(6)
+    x = kt.convert_to_tensor(rng.standard_normal((2, 9, 8, 3)).astype("float32"))
+    k = kt.convert_to_tensor(rng.standard_normal((3, 3, 3, 4)).astype("float32"))
+    b = kt.convert_to_tensor(rng.standard_normal(4).astype("float32"))
+
+    def pooled(x):
+        return ops.max_pool(ops.relu(ops.add(ops.conv(x, k), b)), 2)
+
+    def also_returned(x):
+        y = ops.relu(ops.add(ops.conv(x, k), b))
+        return ops.max_pool(y, 2), y
+
+    nodes = function(pooled).get_concrete_graph(x).graph.nodes
+    conv = next(n for n in nodes if n.prim.name == "conv")
+    assert conv.params["activation"] is None and nodes[-1].prim.name == "relu"
+    np.testing.assert_array_equal(function(pooled)(x).numpy(), pooled(x).numpy())
+    nodes = function(also_returned).get_concrete_graph(x).graph.nodes
+    conv = next(n for n in nodes if n.prim.name == "conv")
+    assert conv.params["activation"] == "relu" and "relu" not in [n.prim.name for n in nodes]
+    for traced, eager in zip(function(also_returned)(x), also_returned(x)):
+        np.testing.assert_array_equal(traced.numpy(), eager.numpy())
