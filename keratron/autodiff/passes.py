@@ -756,8 +756,8 @@ def _variable_only(graph: Graph) -> set:
 def _relayout_conv_kernels(graph: Graph) -> None:
     """In a function with no effects on the CPU, a 2-D convolution whose kernel is computed
     from variables alone reads it through `conv_kernel_layout`: the prelude then stores the
-    kernel in the layout the CPU convolution wants, once per weight change. 1x1 kernels run
-    as a GEMM on the Keras layout and are left alone."""
+    kernel in the layout the CPU convolution wants, once per weight change. (A 1x1 kernel
+    that runs as a GEMM reads the same memory as a transposed matrix.)"""
     from keratron import config
 
     if _graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
@@ -767,7 +767,7 @@ def _relayout_conv_kernels(graph: Graph) -> None:
     for n in graph.nodes:
         if n.kind == "prim" and n.prim.name == "conv" and n.inputs[1] in fixed:
             shape, dtype = graph.avals[n.inputs[1]]
-            if len(shape) == 4 and shape[:2] != (1, 1):
+            if len(shape) == 4:
                 node, kernel = _new_value(
                     graph, "conv_kernel_layout", [n.inputs[1]], {}, (shape, dtype)
                 )
