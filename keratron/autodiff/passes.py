@@ -8,7 +8,8 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
 - `fuse_epilogues`: matmul/conv followed by a bias add and an activation become one call.
 - `gate_pooled_gradients`: a relu gradient gate after a max-pool gradient moves before it,
   onto the pooled tensor.
-- `pool_before_activation`: a relu before a max-pool moves after it, onto the pooled tensor.
+- `pool_before_activation`: a standalone relu before a max-pool moves after it, onto the
+  pooled tensor.
 - `dce`: drops nodes that neither feed an output nor have an effect.
 Effects (random draws, variable assignments, opaque updates) are never merged, folded or
 dropped, and they keep their order.
@@ -423,8 +424,9 @@ def gate_pooled_gradients(graph: Graph, outputs: list) -> list:
 
 def pool_before_activation(graph: Graph, outputs: list) -> list:
     """`max_pool(relu(v))` becomes `relu(max_pool(v))` (likewise relu6, standalone or as a
-    matmul/conv epilogue): a non-decreasing elementwise function commutes with a window max,
-    so the activation reads the pooled tensor instead of the unpooled one.
+    matmul epilogue): a non-decreasing elementwise function commutes with a window max, so
+    the activation reads the pooled tensor instead of the unpooled one. (A convolution's
+    epilogue stays: the convolution applies it as it writes its output, at no extra pass.)
 
     Only where every consumer of the activated value is such a max_pool, or the max_pool_grad
     of one (which reads its input's shape only, and the pool's indices). Indices can differ
@@ -460,10 +462,7 @@ def pool_before_activation(graph: Graph, outputs: list) -> list:
             continue
         if act.prim.name in ("relu", "relu6") and graph.avals[act.inputs[0]] == graph.avals[a]:
             name, source = act.prim.name, act.inputs[0]
-        elif act.prim.name in ("matmul", "conv") and act.params.get("activation") in (
-            "relu",
-            "relu6",
-        ):
+        elif act.prim.name == "matmul" and act.params.get("activation") in ("relu", "relu6"):
             name, source = act.params["activation"], a
             act.params = {**act.params, "activation": None}
         else:

@@ -27,6 +27,40 @@ def test_applies_on_linux_glibc_and_can_be_turned_off():
     assert _probe("0") == "False"
 
 
+REUSE = """
+import ctypes, resource
+from keratron.utils import host_memory
+print(host_memory.keep_freed_host_memory())
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+faults = []
+for _ in range(3):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    block = libc.malloc(64 << 20)  # over glibc's largest mmap threshold (32 MiB)
+    libc.memset(block, 1, 64 << 20)
+    libc.free(block)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(faults[-1])
+"""
+
+
+def test_large_blocks_are_reused_without_faulting_their_pages_again():
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    kept = subprocess.run([sys.executable, "-c", REUSE], capture_output=True, text=True, env=env)
+    plain = subprocess.run(
+        [sys.executable, "-c", REUSE],
+        capture_output=True,
+        text=True,
+        env={**env, "KERATRON_HOST_MEMORY_CACHE": "0"},
+    )
+    applied, kept_faults = kept.stdout.split()
+    assert applied == "True" and int(kept_faults) < 100, kept.stdout + kept.stderr
+    # Without it the 16,384 pages of a fresh mapping fault on every pass.
+    assert int(plain.stdout.split()[1]) > 10_000, plain.stdout + plain.stderr
+
+
 def test_is_idempotent():
     first = host_memory.keep_freed_host_memory()
     assert host_memory.keep_freed_host_memory() is first
