@@ -8,6 +8,8 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
 - `fuse_epilogues`: matmul/conv followed by a bias add and an activation become one call.
 - `gate_pooled_gradients`: a relu gradient gate after a max-pool gradient moves before it,
   onto the pooled tensor.
+- `sum_pooled_gradients`: a sum of a max-pool gradient over its spatial axes sums the pooled
+  gradient.
 - `pool_before_activation`: a standalone relu before a max-pool moves after it, onto the
   pooled tensor.
 - `dce`: drops nodes that neither feed an output nor have an effect.
@@ -422,6 +424,26 @@ def gate_pooled_gradients(graph: Graph, outputs: list) -> list:
     return _substitute(graph, outputs, subst)
 
 
+def sum_pooled_gradients(graph: Graph, outputs: list) -> list:
+    """A sum of a max-pool gradient over (at least) the spatial axes sums the pooled gradient
+    instead: the pool gradient only moves each pooled value to its window's argmax (adding
+    where windows overlap), so the totals are the same, up to the order of the additions. A
+    convolution's bias gradient before a pool then reads a quarter of the elements (2x2)."""
+    prod = _producers(graph)
+    for n in graph.nodes:
+        if n.kind != "prim" or n.prim.name != "sum":
+            continue
+        grad = prod.get(n.inputs[0])
+        if grad is None or grad.kind != "prim" or grad.prim.name != "max_pool_grad":
+            continue
+        rank = len(graph.avals[n.inputs[0]][0])
+        axis = n.params["axis"]
+        axes = range(rank) if axis is None else (axis,) if isinstance(axis, int) else axis
+        if {a % rank for a in axes} >= set(range(1, rank - 1)):
+            n.inputs = [grad.inputs[1]]
+    return outputs
+
+
 def pool_before_activation(graph: Graph, outputs: list) -> list:
     """`max_pool(relu(v))` becomes `relu(max_pool(v))` (likewise relu6, standalone or as a
     matmul epilogue): a non-decreasing elementwise function commutes with a window max, so
@@ -507,6 +529,7 @@ PASSES = [
     resimplify,
     fuse_epilogues,
     gate_pooled_gradients,
+    sum_pooled_gradients,
     pool_before_activation,
     dce,
 ]

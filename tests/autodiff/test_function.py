@@ -202,6 +202,7 @@ def test_pass_node_counts_on_a_fixed_graph():
         "resimplify": 4,
         "fuse_epilogues": 4,
         "gate_pooled_gradients": 4,
+        "sum_pooled_gradients": 4,
         "pool_before_activation": 4,
         "dce": 2,  # exp, add
     }, counts
@@ -540,3 +541,31 @@ def test_activation_moves_past_the_pool_only_when_nothing_else_reads_it():
         assert linear.params["activation"] == "relu" and "relu" not in [n.prim.name for n in nodes]
         for traced, eager in zip(tree_flatten(function(f)(x)), tree_flatten(f(x))):
             np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "pool, axis",
+    [((2, 2, "valid"), (0, 1, 2)), ((3, 2, "same"), (1, 2)), ((3, 1, "same"), None)],
+    ids=["2x2-bias", "3x3s2-same-spatial", "3x3s1-overlapping-all"],
+)
+def test_sums_of_a_pool_gradient_over_its_windows_sum_the_pooled_gradient(pool, axis):
+    size, stride, padding = pool
+    x, cot = _pooled_activation_cases()
+    x = ops.where(ops.isnan(x), 0.0, x)
+
+    def f(x):
+        with kt.GradientTape() as tape:
+            tape.watch(x)
+            y = ops.max_pool(x, size, stride, padding)
+            loss = ops.sum(ops.multiply(y, cot[:, : y.shape[1], : y.shape[2]]))
+        grad = tape.gradient(loss, x)  # max_pool_grad(x, cot, indices)
+        return grad, ops.sum(grad, axis=axis), ops.sum(grad, axis=(0, 3))
+
+    graph = function(f).get_concrete_graph(x).graph
+    prod = {s: n for n in graph.nodes for s in n.outputs}
+    read = [prod.get(n.inputs[0]) for n in graph.nodes if n.prim.name == "sum"]
+    # The window-covering sum reads the pooled gradient; the sum over batch and channels
+    # (spatial axes kept) still reads the unpooled one.
+    assert [r is not None and r.prim.name == "max_pool_grad" for r in read] == [False, True]
+    for traced, eager in zip(function(f)(x), f(x)):
+        np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-5, atol=1e-5)
