@@ -14,6 +14,7 @@ import numpy as np
 from keratron import config, ops
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import int_tuple as _int_tuple
 from keratron.layers.layer import who as _who
 
 __all__ = [
@@ -39,26 +40,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _int_tuple(value, n: int, arg: str, who: str, allow_zero: bool = False) -> tuple:
-    """An int or n ints -> a tuple of n ints, each positive (or >= 0 with `allow_zero`)."""
-    lowest = 0 if allow_zero else 1
-    what = "non-negative" if allow_zero else "positive"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value),) * n
-    try:
-        ok = len(value) == n and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
-        )
-    except TypeError:
-        ok = False
-    if not ok or any(v < lowest for v in value):
-        raise ValueError(
-            f"{who}: argument `{arg}` must be a {what} int or a tuple of {n} {what} ints. "
-            f"Received: {arg}={value!r}"
-        )
-    return tuple(int(v) for v in value)
-
-
 def _positive_int(value, arg: str, who: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(

@@ -84,6 +84,27 @@ def who(cls_name: str, kwargs: dict) -> str:
     return f"{cls_name} layer '{name}'" if name else f"{cls_name} layer"
 
 
+def int_tuple(value, n: int, arg: str, who: str, allow_zero: bool = False) -> tuple:
+    """An int or n ints -> a tuple of n ints, each positive (or >= 0 with `allow_zero`), as
+    Keras's `standardize_tuple` checks layer arguments such as `strides` or `cropping`."""
+    lowest = 0 if allow_zero else 1
+    what = "non-negative" if allow_zero else "positive"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),) * n
+    try:
+        ok = len(value) == n and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
+        )
+    except TypeError:
+        ok = False
+    if not ok or any(v < lowest for v in value):
+        raise ValueError(
+            f"{who}: argument `{arg}` must be a {what} int or a tuple of {n} {what} ints. "
+            f"Received: {arg}={value!r}"
+        )
+    return tuple(int(v) for v in value)
+
+
 def _check_input_spec(specs, inputs, layer_name):
     if specs is None:
         return

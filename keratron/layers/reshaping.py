@@ -9,6 +9,7 @@ import numpy as np
 from keratron import backend, ops
 from keratron.autodiff.tensor import convert_to_tensor
 from keratron.layers.layer import InputSpec, Layer
+from keratron.layers.layer import int_tuple as _int_tuple
 from keratron.layers.layer import who as _who
 
 __all__ = [
@@ -21,37 +22,10 @@ __all__ = [
 ]
 
 
-def _int_tuple(value, n, arg, who, allow_zero=True) -> tuple:
-    """An int or a length-`n` sequence of ints as a tuple (Keras's `standardize_tuple`)."""
-    expected = "non-negative" if allow_zero else "positive"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        values = (int(value),) * n
-    else:
-        try:
-            values = tuple(value)
-        except TypeError:
-            values = None
-        if (
-            values is None
-            or len(values) != n
-            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
-        ):
-            raise ValueError(
-                f"{who}: argument `{arg}` must be an int or a tuple of {n} {expected} integers. "
-                f"Received: {arg}={value!r}"
-            )
-        values = tuple(int(v) for v in values)
-    if any(v < 0 or (v == 0 and not allow_zero) for v in values):
-        raise ValueError(
-            f"{who}: argument `{arg}` must hold {expected} integers. Received: {arg}={value!r}"
-        )
-    return values
-
-
 def _pairs_2d(value, arg, who) -> tuple:
     """int | (sym_h, sym_w) | ((top, bottom), (left, right)) -> ((top, bottom), (left, right))."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        v = _int_tuple(value, 2, arg, who)
+        v = _int_tuple(value, 2, arg, who, allow_zero=True)
         return (v, v)
     if not hasattr(value, "__len__") or len(value) != 2:
         raise ValueError(
@@ -59,8 +33,8 @@ def _pairs_2d(value, arg, who) -> tuple:
             f"of 2 ints ((top, bottom), (left, right)). Received: {arg}={value!r}"
         )
     return (
-        _int_tuple(value[0], 2, f"{arg}[0]", who),
-        _int_tuple(value[1], 2, f"{arg}[1]", who),
+        _int_tuple(value[0], 2, f"{arg}[0]", who, allow_zero=True),
+        _int_tuple(value[1], 2, f"{arg}[1]", who, allow_zero=True),
     )
 
 
@@ -82,7 +56,7 @@ class ZeroPadding1D(Layer):
     """
 
     def __init__(self, padding=1, data_format=None, **kwargs):
-        padding = _int_tuple(padding, 2, "padding", _who("ZeroPadding1D", kwargs))
+        padding = _int_tuple(padding, 2, "padding", _who("ZeroPadding1D", kwargs), allow_zero=True)
         super().__init__(**kwargs)
         self.data_format = backend.standardize_data_format(data_format)
         self.padding = padding
@@ -179,7 +153,7 @@ class Cropping1D(Layer):
     """
 
     def __init__(self, cropping=(1, 1), **kwargs):
-        cropping = _int_tuple(cropping, 2, "cropping", _who("Cropping1D", kwargs))
+        cropping = _int_tuple(cropping, 2, "cropping", _who("Cropping1D", kwargs), allow_zero=True)
         super().__init__(**kwargs)
         self.cropping = cropping
         self.input_spec = InputSpec(ndim=3)
@@ -298,7 +272,7 @@ class UpSampling2D(Layer):
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         who = _who("UpSampling2D", kwargs)
-        size = _int_tuple(size, 2, "size", who, allow_zero=False)
+        size = _int_tuple(size, 2, "size", who)
         if not isinstance(interpolation, str) or interpolation.lower() not in (
             "nearest",
             "bilinear",
