@@ -89,20 +89,21 @@ def int_tuple(value, n: int, arg: str, who: str, allow_zero: bool = False) -> tu
     Keras's `standardize_tuple` checks layer arguments such as `strides` or `cropping`."""
     lowest = 0 if allow_zero else 1
     what = "non-negative" if allow_zero else "positive"
+    values = value
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value),) * n
+        values = (int(value),) * n
     try:
-        ok = len(value) == n and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
+        ok = len(values) == n and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
         )
     except TypeError:
         ok = False
-    if not ok or any(v < lowest for v in value):
+    if not ok or any(v < lowest for v in values):
         raise ValueError(
             f"{who}: argument `{arg}` must be a {what} int or a tuple of {n} {what} ints. "
             f"Received: {arg}={value!r}"
         )
-    return tuple(int(v) for v in value)
+    return tuple(int(v) for v in values)
 
 
 def _check_input_spec(specs, inputs, layer_name):
