@@ -24,9 +24,7 @@ import os
 import sys
 
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
-_M_MMAP_THRESHOLD = -3
 _M_MMAP_MAX = -4
-_MMAP_THRESHOLD = 32 << 20
 _TRIM_THRESHOLD = 1 << 30
 
 _applied: bool | None = None
@@ -51,5 +49,6 @@ def _apply() -> bool:
     except (OSError, AttributeError):  # not glibc (musl has no mallopt)
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    ok = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and mallopt(_M_MMAP_MAX, 0) == 1
+    # With no mappings allowed, the mmap threshold no longer matters.
+    ok = mallopt(_M_MMAP_MAX, 0) == 1
     return bool(ok and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1)
