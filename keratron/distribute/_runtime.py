@@ -191,6 +191,7 @@ class Runtime:
         self.grace_s = max(10.0, 0.5 * self.timeout_s)
         self.failure: str | None = None
         self.collective_started = None
+        self.unfinished_collective = False  # a collective raised: gloo may hold queued work
         self._store = None
         self._watchdog = None
         self.owns_group = False
@@ -277,10 +278,12 @@ class Runtime:
         self.collective_started = (what, time.monotonic())
         try:
             yield
-        except WorkerFailureError:
-            raise
-        except (RuntimeError, ValueError) as e:
-            if not _looks_like_transport_error(e):
+        except BaseException as e:
+            self.unfinished_collective = True
+            transport = isinstance(e, (RuntimeError, ValueError)) and not isinstance(
+                e, WorkerFailureError
+            )
+            if not (transport and _looks_like_transport_error(e)):
                 raise
             detail = self.failure or (
                 "a peer worker stopped or became unreachable during "
@@ -291,11 +294,21 @@ class Runtime:
             self.collective_started = None
 
     def shutdown(self) -> None:
-        """Announces a clean exit to the peers' watchdogs and stops this one."""
+        """Announces a clean exit to the peers' watchdogs, stops this one, and destroys the
+        process group this runtime created.
+
+        Without the destroy, gloo's threads outlive the interpreter and the process can abort
+        as it exits ("terminate called without an active exception"). It is skipped after a
+        collective raised: gloo's teardown waits for queued work, which a dead peer leaves
+        waiting until the timeout.
+        """
         if self._watchdog is not None:
             self._watchdog.stop_event.set()
             self._watchdog.join(timeout=2 * _HEARTBEAT_S + 1)
             self._watchdog = None
+        if self.owns_group and not self.unfinished_collective and dist.is_initialized():
+            dist.destroy_process_group()
+            self.owns_group = False
 
 
 def _looks_like_transport_error(e: Exception) -> bool:

@@ -6,6 +6,7 @@ worker asserts what it can see and exits non-zero on a failed check.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -20,6 +21,18 @@ from keratron import distribute
 SCENARIO, WORKDIR = sys.argv[1], sys.argv[2]
 RANK = int(os.environ["RANK"])
 GLOBAL_BATCH = 8
+
+
+def _record_group_at_exit():
+    # Registered before the strategy's runtime exists, so it runs after the runtime's
+    # shutdown (atexit handlers run last registered first).
+    import torch.distributed as dist
+
+    with open(os.path.join(WORKDIR, f"group_at_exit{RANK}"), "w") as f:
+        f.write("alive" if dist.is_initialized() else "destroyed")
+
+
+atexit.register(_record_group_at_exit)
 
 
 class BatchRecorder(kt.layers.Layer):

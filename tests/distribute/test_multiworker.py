@@ -25,6 +25,10 @@ def _read_json(path):
 def test_two_workers_train_like_one_process(tmp_path):
     job = launch("train", tmp_path, timeout=240)
     assert job.returncodes == [0, 0], job.describe()
+    # Each worker destroyed its process group before the interpreter's teardown (left to
+    # teardown, gloo's threads can abort the process as it exits).
+    for rank in (0, 1):
+        assert (tmp_path / f"group_at_exit{rank}").read_text() == "destroyed"
     result = _read_json(tmp_path / "result_train.json")
     assert result["ok"]
     # Worker 0 alone writes logs and checkpoints and shows the progress bar.
