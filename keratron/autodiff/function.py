@@ -22,6 +22,7 @@ from collections import Counter
 import numpy as np
 import torch
 
+from keratron import config
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.primitive import Primitive, trace_state
@@ -202,6 +203,16 @@ def _structure_key(x):
     return None
 
 
+def _cache_key(args, kwargs, leaves):
+    # The kernel backend is part of the key: the lowering decides by it how convolution
+    # kernels are stored (see passes._relayout_conv_kernels).
+    return (
+        config.kernel_backend(),
+        _structure_key([list(args), kwargs]),
+        tuple(_leaf_key(x) for x in leaves),
+    )
+
+
 class Function:
     """A traced-and-compiled callable; see `function`."""
 
@@ -236,7 +247,7 @@ class Function:
         if _tape._state.tapes and any(isinstance(x, Tensor) for x in leaves):
             # An enclosing eager tape must see the ops: run the Python body eagerly.
             return self._fn(*args, **kwargs)
-        key = (_structure_key([list(args), kwargs]), tuple(_leaf_key(x) for x in leaves))
+        key = _cache_key(args, kwargs, leaves)
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._trace(args, kwargs, leaves)
@@ -302,7 +313,7 @@ class Function:
     def get_concrete_graph(self, *args, **kwargs):
         """The optimised plan for these arguments (traced if needed), for inspection."""
         leaves = tree.flatten([list(args), kwargs])
-        key = (_structure_key([list(args), kwargs]), tuple(_leaf_key(x) for x in leaves))
+        key = _cache_key(args, kwargs, leaves)
         if key not in self._cache:
             self._cache[key] = self._trace(args, kwargs, leaves)
         return self._cache[key]

@@ -440,6 +440,17 @@ def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
     step = function(train).get_concrete_graph(kt.convert_to_tensor(x))
     assert "conv_kernel_layout" not in [n.prim.name for n in step.graph.nodes if n.prim]
 
+    # The layout follows the kernel backend: a function traced before the backend changed is
+    # traced again (the Triton route takes the kernel as the layer stores it).
+    before = kt.config.kernel_backend()
+    try:
+        kt.config.set_kernel_backend("triton")
+        compiled = infer.get_concrete_graph(kt.convert_to_tensor(x))
+    finally:
+        kt.config.set_kernel_backend(before)
+    assert infer.trace_count == 2
+    assert "conv_kernel_layout" not in [n.prim.name for n in compiled.graph.nodes]
+
 
 @pytest.mark.parametrize(
     "activation, pool",
