@@ -778,9 +778,11 @@ def _variable_only(graph: Graph) -> set:
 def _relayout_conv_kernels(graph: Graph) -> None:
     """In a function with no effects on the CPU, a 2-D convolution whose kernel is computed
     from variables alone reads it through `conv_kernel_layout`: the prelude then stores the
-    kernel in the layout the CPU convolution wants, once per weight change. (A 1x1 kernel
-    that runs as a GEMM reads the same memory as a transposed matrix.)"""
+    kernel in the layout the CPU convolution wants, once per weight change: oneDNN's blocked
+    format for its input shape where oneDNN runs it, else channels_last order (a 1x1 kernel
+    that runs as a GEMM reads the same memory as a transposed matrix)."""
     from keratron import config
+    from keratron.ops.conv import kernel_layout_params
 
     if _graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
         return
@@ -790,8 +792,17 @@ def _relayout_conv_kernels(graph: Graph) -> None:
         if n.kind == "prim" and n.prim.name == "conv" and n.inputs[1] in fixed:
             shape, dtype = graph.avals[n.inputs[1]]
             if len(shape) == 4:
+                p = n.params
+                params = kernel_layout_params(
+                    graph.avals[n.inputs[0]],
+                    graph.avals[n.inputs[1]],
+                    p["strides"],
+                    p["padding"],
+                    p["dilation"],
+                    p["groups"],
+                )
                 node, kernel = _new_value(
-                    graph, "conv_kernel_layout", [n.inputs[1]], {}, (shape, dtype)
+                    graph, "conv_kernel_layout", [n.inputs[1]], params, (shape, dtype)
                 )
                 nodes.append(node)
                 n.inputs = [n.inputs[0], kernel] + n.inputs[2:]

@@ -106,22 +106,22 @@ def _onednn_cpu(x: torch.Tensor) -> bool:
     )
 
 
-def _pointwise(k, strides, padding, groups) -> bool:
+def _pointwise(k_shape, strides, padding, groups) -> bool:
     """A 1x1 (or 1) kernel, stride 1, no padding, one group: the conv is a plain GEMM over
     the channels of NHWC memory."""
     return (
         groups == 1
-        and all(d == 1 for d in k.shape[:-2])
+        and all(d == 1 for d in k_shape[:-2])
         and all(s == 1 for s in strides)
         and all(lo == 0 and hi == 0 for lo, hi in padding)
-        and not k.is_meta
     )
 
 
 def _conv_impl(x, k, b, strides, padding, dilation, groups, activation):
     onednn = _onednn_cpu(x)
     if (
-        _pointwise(k, strides, padding, groups)
+        not (k.is_mkldnn or k.is_meta)
+        and _pointwise(k.shape, strides, padding, groups)
         and x.is_contiguous()
         and not (onednn and x.numel() // x.shape[-1] > _POINTWISE_GEMM_PIXELS)
     ):
@@ -134,13 +134,14 @@ def _conv_impl(x, k, b, strides, padding, dilation, groups, activation):
     tpad = _torch_padding(padding)
     if tpad is None:
         x, tpad = _pad_cl(x, padding), [0] * nd
-    if onednn and activation in _POST_OPS and _conv_post_op is not None:
-        name, scalars = _POST_OPS[activation]
-        w = _kernel_to_torch(k)
+    if onednn and _conv_post_op is not None and (activation in _POST_OPS or k.is_mkldnn):
+        # A kernel prepacked by conv_kernel_layout is already in oneDNN's blocked format.
+        name, scalars = _POST_OPS.get(activation, ("none", []))
+        w = k if k.is_mkldnn else _kernel_to_torch(k)
         y = _conv_post_op(
             _to_cf(x), w, b, tpad, list(strides), list(dilation), groups, name, scalars, ""
         )
-        return _to_cl(y)
+        return _to_cl(y if activation in _POST_OPS else apply_epilogue(y, activation))
     y = torch.convolution(
         _to_cf(x), _kernel_to_torch(k), b, strides, tpad, dilation, False, [0] * nd, groups
     )
@@ -159,23 +160,58 @@ def _conv_vjp(g, x, k, b, out, strides, padding, dilation, groups, activation):
 conv_p = Primitive("conv", _conv_impl, _conv_vjp)
 
 
-def _kernel_layout_impl(k):
-    # The same values, stored as torch's channels_last (out, *k, in) order: the convolution
-    # then takes the kernel as it is instead of copying it into that layout on every call.
+def _kernel_layout_impl(k, input_shape=None, strides=None, padding=None, dilation=None, groups=1):
+    # The same values, stored as the CPU convolution reads them, so that it does not copy the
+    # kernel into its layout on every call. With the convolution's input shape (`prepack`
+    # chose oneDNN for it): oneDNN's blocked format for that shape, an opaque tensor that only
+    # the convolution reads. Otherwise torch's channels_last (out, *k, in) order.
     if k.dim() != 4:
         return k.clone()
-    w = _kernel_to_torch(k).contiguous(memory_format=torch.channels_last)
-    return _kernel_from_torch(w)
+    w = _kernel_to_torch(k)
+    if input_shape is not None:
+        return torch._C._nn.mkldnn_reorder_conv2d_weight(
+            w.contiguous().to_mkldnn(), padding, strides, dilation, groups, list(input_shape)
+        )
+    return _kernel_from_torch(w.contiguous(memory_format=torch.channels_last))
 
 
 # An identity on values (so its VJP passes the cotangent through). The graph compiler puts it
 # before the convolutions of inference functions, where it is computed once per weight change.
 conv_kernel_layout_p = Primitive("conv_kernel_layout", _kernel_layout_impl, lambda g, k, out: (g,))
+
+
+def kernel_layout_params(x_aval, k_aval, strides, padding, dilation, groups) -> dict:
+    """The `conv_kernel_layout` parameters for a CPU convolution of these shapes: oneDNN's
+    blocked format when oneDNN runs it, else ({}) the channels_last order."""
+    (x_shape, x_dtype), (k_shape, _) = x_aval, k_aval
+    if (
+        _conv_post_op is None
+        or x_dtype != torch.float32
+        or len(x_shape) != 4
+        or not torch.backends.mkldnn.is_available()
+    ):
+        return {}
+    pixels = x_shape[0] * x_shape[1] * x_shape[2]
+    if pixels <= _POINTWISE_GEMM_PIXELS and _pointwise(k_shape, strides, padding, groups):
+        return {}  # the GEMM route reads the plain kernel
+    tpad = _torch_padding(padding)
+    if tpad is None:
+        x_shape, tpad = _padded_shape(x_shape, padding), [0, 0]
+    n, h, w, c = x_shape
+    return dict(
+        input_shape=(n, c, h, w),
+        strides=list(strides),
+        padding=list(tpad),
+        dilation=list(dilation),
+        groups=groups,
+    )
+
+
 # conv_p.kernel: optional device route, attached by the Triton kernels package.
 
 
 def _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups):
-    if _pointwise(k, strides, padding, groups):
+    if not k.is_meta and _pointwise(k.shape, strides, padding, groups):
         cin, cout = k.shape[-2], k.shape[-1]
         gi = torch.mm(g.reshape(-1, cout), k.reshape(cin, cout).t())
         return gi.reshape(*g.shape[:-1], cin)

@@ -425,6 +425,9 @@ def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
     compiled = infer.get_concrete_graph(kt.convert_to_tensor(x))
     names = [n.prim.name for n in compiled.graph.nodes]
     assert names.count("conv_kernel_layout") == 2
+    # The 3x3 kernel is prepacked in oneDNN's format for its input; the 1x1 GEMM's is not.
+    layouts = [n for n in compiled.graph.nodes if n.prim.name == "conv_kernel_layout"]
+    assert [bool(n.params) for n in layouts] == [True, False]
     assert max(i for i, n in enumerate(names) if n == "conv_kernel_layout") < (
         compiled.prelude.n_steps
     )

@@ -451,28 +451,54 @@ def test_pointwise_conv_gemm_path_matches_torch_and_differentiates():
     check_grads(ours, [x, k, b])
 
 
-@pytest.mark.parametrize("activation", ["relu", "relu6", None])
+@pytest.mark.parametrize("activation", ["relu", "relu6", "sigmoid", None])
 @pytest.mark.parametrize(
-    "xs, ks, groups",
+    "xs, ks, groups, strides, padding",
     [
-        ((2, 9, 7, 3), (3, 3, 3, 5), 1),  # the post-op path
-        ((1, 9, 7, 6), (3, 3, 1, 6), 6),  # depthwise
-        ((1, 50, 45, 7), (1, 1, 7, 4), 1),  # 1x1 over 2,250 pixels: oneDNN, not the GEMM
-        ((1, 40, 50, 7), (1, 1, 7, 4), 1),  # 1x1 over 2,000 pixels: the GEMM
+        ((2, 9, 7, 3), (3, 3, 3, 5), 1, (1, 1), ((0, 0), (0, 0))),  # the post-op path
+        ((2, 9, 8, 3), (3, 3, 3, 5), 1, (2, 2), ((0, 1), (1, 1))),  # SAME at stride 2
+        ((1, 9, 7, 6), (3, 3, 1, 6), 6, (1, 1), ((1, 1), (1, 1))),  # depthwise
+        ((1, 50, 45, 7), (1, 1, 7, 4), 1, (1, 1), ((0, 0), (0, 0))),  # 2,250 pixels: oneDNN
+        ((1, 40, 50, 7), (1, 1, 7, 4), 1, (1, 1), ((0, 0), (0, 0))),  # 2,000 pixels: GEMM
     ],
-    ids=["3x3", "depthwise", "1x1-large", "1x1-small"],
+    ids=["3x3", "3x3-s2-asymmetric", "depthwise", "1x1-large", "1x1-small"],
 )
-def test_float32_cpu_conv_paths_equal_conv_then_clamp(xs, ks, groups, activation, monkeypatch):
-    """Every CPU float32 path (oneDNN with the clamp as a post-op, the 1x1 GEMM) gives the
-    values of torch's convolution followed by the clamp, and the 1x1 path depends on size."""
+def test_float32_cpu_conv_paths_equal_conv_then_activation(
+    xs, ks, groups, strides, padding, activation, monkeypatch
+):
+    """Every CPU float32 path (oneDNN with the clamp as a post-op, the 1x1 GEMM, oneDNN with
+    a kernel prepacked by conv_kernel_layout) gives the values of torch's convolution followed
+    by the activation, and the 1x1 path depends on size."""
     conv_module = importlib.import_module("keratron.ops.conv")
     x = torch.from_numpy(f32(*xs) * 4)
     k = torch.from_numpy(f32(*ks))
     b = torch.from_numpy(f32(ks[-1] if groups == 1 else xs[-1]))
-    y = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2), k.permute(3, 2, 0, 1), b, 1, 0, 1, groups)
-    want = {"relu": y.relu(), "relu6": y.clamp(0, 6), None: y}[activation].permute(0, 2, 3, 1)
+    pads = [p for pair in reversed(padding) for p in pair]
+    y = torch.nn.functional.conv2d(
+        torch.nn.functional.pad(x.permute(0, 3, 1, 2), pads),
+        k.permute(3, 2, 0, 1),
+        b,
+        strides,
+        0,
+        1,
+        groups,
+    )
+    want = {"relu": y.relu(), "relu6": y.clamp(0, 6), "sigmoid": y.sigmoid(), None: y}
+    want = want[activation].permute(0, 2, 3, 1)
     gemms, addmm = [], torch.addmm
     monkeypatch.setattr(torch, "addmm", lambda *a: gemms.append(1) or addmm(*a))
-    got = conv_module._conv_impl(x, k, b, (1, 1), ((0, 0), (0, 0)), (1, 1), groups, activation)
+    args = (strides, padding, (1, 1), groups, activation)
+    got = conv_module._conv_impl(x, k, b, *args)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert bool(gemms) == (xs[1] * xs[2] <= conv_module._POINTWISE_GEMM_PIXELS and ks[0] == 1)
+
+    # The inference prelude's kernel: oneDNN's blocked format wherever oneDNN runs the conv.
+    params = conv_module.kernel_layout_params(
+        (xs, torch.float32), (ks, torch.float32), strides, padding, (1, 1), groups
+    )
+    assert bool(params) == (not gemms)
+    laid = conv_module.conv_kernel_layout_p.impl(k, **params)
+    assert laid.is_mkldnn == bool(params)
+    torch.testing.assert_close(
+        conv_module._conv_impl(x, laid, b, *args), want, rtol=1e-5, atol=1e-5
+    )
