@@ -162,9 +162,9 @@ conv_p = Primitive("conv", _conv_impl, _conv_vjp)
 
 def _kernel_layout_impl(k, input_shape=None, strides=None, padding=None, dilation=None, groups=1):
     # The same values, stored as the CPU convolution reads them, so that it does not copy the
-    # kernel into its layout on every call. With the convolution's input shape (`prepack`
-    # chose oneDNN for it): oneDNN's blocked format for that shape, an opaque tensor that only
-    # the convolution reads. Otherwise torch's channels_last (out, *k, in) order.
+    # kernel into its layout on every call. Given the convolution's input shape (where
+    # kernel_layout_params chose oneDNN): oneDNN's blocked format for that shape, an opaque
+    # tensor that only the convolution reads. Otherwise torch's channels_last (out, *k, in).
     if k.dim() != 4:
         return k.clone()
     w = _kernel_to_torch(k)
