@@ -299,14 +299,15 @@ class Runtime:
 
         Without the destroy, gloo's threads outlive the interpreter and the process can abort
         as it exits ("terminate called without an active exception"). It is skipped after a
-        collective raised: gloo's teardown waits for queued work, which a dead peer leaves
-        waiting until the timeout.
+        collective raised or a peer was found dead: gloo's teardown waits for queued work,
+        which a dead peer leaves waiting until the timeout.
         """
         if self._watchdog is not None:
             self._watchdog.stop_event.set()
             self._watchdog.join(timeout=2 * _HEARTBEAT_S + 1)
             self._watchdog = None
-        if self.owns_group and not self.unfinished_collective and dist.is_initialized():
+        clean = not self.unfinished_collective and self.failure is None
+        if self.owns_group and clean and dist.is_initialized():
             dist.destroy_process_group()
             self.owns_group = False
 

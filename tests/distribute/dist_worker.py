@@ -28,7 +28,7 @@ def _record_group_at_exit():
     # shutdown (atexit handlers run last registered first).
     import torch.distributed as dist
 
-    with open(os.path.join(WORKDIR, f"group_at_exit{RANK}"), "w") as f:
+    with open(os.path.join(WORKDIR, f"group_at_exit_{SCENARIO}{RANK}"), "w") as f:
         f.write("alive" if dist.is_initialized() else "destroyed")
 
 

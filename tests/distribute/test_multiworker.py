@@ -28,7 +28,7 @@ def test_two_workers_train_like_one_process(tmp_path):
     # Each worker destroyed its process group before the interpreter's teardown (left to
     # teardown, gloo's threads can abort the process as it exits).
     for rank in (0, 1):
-        assert (tmp_path / f"group_at_exit{rank}").read_text() == "destroyed"
+        assert (tmp_path / f"group_at_exit_train{rank}").read_text() == "destroyed"
     result = _read_json(tmp_path / "result_train.json")
     assert result["ok"]
     # Worker 0 alone writes logs and checkpoints and shows the progress bar.
@@ -59,11 +59,16 @@ def test_dead_worker_stops_the_job_and_a_rerun_resumes(tmp_path):
     assert failure["time"] - killed_at < 60
     assert crash.ended[0] - killed_at < 60, crash.describe()
     assert "WorkerFailureError" in crash.outputs[0]
+    # With a dead peer, worker 0 leaves its process group to exit (a teardown could wait on
+    # work queued for the peer).
+    assert (tmp_path / "group_at_exit_crash0").read_text() == "alive"
     # Epochs 1-2 were backed up by worker 0.
     assert _read_json(tmp_path / "backup" / "training_metadata.json")["epoch"] == 2
 
     resume = launch("resume", tmp_path, timeout=120)
     assert resume.returncodes == [0, 0], resume.describe()
+    assert (tmp_path / "group_at_exit_resume0").read_text() == "destroyed"
+    assert (tmp_path / "group_at_exit_resume1").read_text() == "destroyed"
     result = _read_json(tmp_path / "result_resume.json")
     assert result["epochs"] == [2, 3]
     before = [json.loads(line)[1] for line in (tmp_path / "losses_crash.jsonl").open()]
