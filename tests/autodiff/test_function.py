@@ -455,11 +455,15 @@ def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
     assert "conv_kernel_layout" not in [n.prim.name for n in compiled.graph.nodes]
 
 
-@pytest.mark.parametrize(
+# An activation before a max-pool, and the pool's size, stride and padding.
+pooled_activations = pytest.mark.parametrize(
     "activation, pool",
     [("relu", (2, 2, "valid")), ("relu6", (3, 2, "same")), ("relu", (3, 1, "same"))],
     ids=["relu-2x2", "relu6-3x3s2-same", "relu-3x3s1-same"],
 )
+
+
+@pooled_activations
 def test_relu_gradient_gate_moves_before_the_max_pool_gradient(activation, pool):
     size, stride, padding = pool
     rng = np.random.default_rng(4)
@@ -497,11 +501,7 @@ def _pooled_activation_cases():
     return kt.convert_to_tensor(x), kt.convert_to_tensor(cot)
 
 
-@pytest.mark.parametrize(
-    "activation, pool",
-    [("relu", (2, 2, "valid")), ("relu6", (3, 2, "same")), ("relu", (3, 1, "same"))],
-    ids=["relu-2x2", "relu6-3x3s2-same", "relu-3x3s1-same"],
-)
+@pooled_activations
 def test_activation_before_a_max_pool_moves_after_it(activation, pool):
     size, stride, padding = pool
     x, cot = _pooled_activation_cases()
