@@ -795,7 +795,7 @@ def _relayout_conv_kernels(graph: Graph) -> None:
                 p = n.params
                 params = kernel_layout_params(
                     graph.avals[n.inputs[0]],
-                    graph.avals[n.inputs[1]],
+                    (shape, dtype),
                     p["strides"],
                     p["padding"],
                     p["dilation"],

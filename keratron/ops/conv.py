@@ -15,6 +15,8 @@ Pooling: `max_pool` / `avg_pool` with backward primitives on aten's pooling back
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -96,12 +98,12 @@ except (AttributeError, RuntimeError):  # a torch built without oneDNN
 _POINTWISE_GEMM_PIXELS = 2048
 
 
-def _onednn_cpu(x: torch.Tensor) -> bool:
-    """oneDNN's 2-D convolution kernels serve x (N, H, W, C) here."""
+def _onednn_cpu(device_type: str, dtype, ndim: int) -> bool:
+    """oneDNN's 2-D convolution kernels serve an input (N, H, W, C) of this device and dtype."""
     return (
-        x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and x.dim() == 4
+        device_type == "cpu"
+        and dtype == torch.float32
+        and ndim == 4
         and torch.backends.mkldnn.is_available()
     )
 
@@ -117,13 +119,21 @@ def _pointwise(k_shape, strides, padding, groups) -> bool:
     )
 
 
+def _gemm_route(x_shape, k_shape, strides, padding, groups, onednn: bool) -> bool:
+    """A pointwise convolution runs as a GEMM: always where oneDNN does not serve it, and up to
+    `_POINTWISE_GEMM_PIXELS` output pixels where it does."""
+    pixels = math.prod(x_shape[:-1])
+    return _pointwise(k_shape, strides, padding, groups) and not (
+        onednn and pixels > _POINTWISE_GEMM_PIXELS
+    )
+
+
 def _conv_impl(x, k, b, strides, padding, dilation, groups, activation):
-    onednn = _onednn_cpu(x)
+    onednn = _onednn_cpu(x.device.type, x.dtype, x.dim())
     if (
         not (k.is_mkldnn or k.is_meta)
-        and _pointwise(k.shape, strides, padding, groups)
         and x.is_contiguous()
-        and not (onednn and x.numel() // x.shape[-1] > _POINTWISE_GEMM_PIXELS)
+        and _gemm_route(x.shape, k.shape, strides, padding, groups, onednn)
     ):
         cin, cout = k.shape[-2], k.shape[-1]
         x2 = x.reshape(-1, cin)
@@ -184,16 +194,10 @@ def kernel_layout_params(x_aval, k_aval, strides, padding, dilation, groups) -> 
     """The `conv_kernel_layout` parameters for a CPU convolution of these shapes: oneDNN's
     blocked format when oneDNN runs it, else ({}) the channels_last order."""
     (x_shape, x_dtype), (k_shape, _) = x_aval, k_aval
-    if (
-        _conv_post_op is None
-        or x_dtype != torch.float32
-        or len(x_shape) != 4
-        or not torch.backends.mkldnn.is_available()
-    ):
+    if _conv_post_op is None or not _onednn_cpu("cpu", x_dtype, len(x_shape)):
         return {}
-    pixels = x_shape[0] * x_shape[1] * x_shape[2]
-    if pixels <= _POINTWISE_GEMM_PIXELS and _pointwise(k_shape, strides, padding, groups):
-        return {}  # the GEMM route reads the plain kernel
+    if _gemm_route(x_shape, k_shape, strides, padding, groups, onednn=True):
+        return {}  # the GEMM reads the plain kernel
     tpad = _torch_padding(padding)
     if tpad is None:
         x_shape, tpad = _padded_shape(x_shape, padding), [0, 0]
