@@ -2,7 +2,14 @@
 
 from keratron.autodiff.primitive import PRIMITIVES, Primitive
 from keratron.autodiff.tape import GradientTape, custom_gradient, stop_gradient
-from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, is_tensor
+from keratron.autodiff.tensor import (
+    Tensor,
+    Variable,
+    convert_to_tensor,
+    is_tensor,
+    mark_written,
+    write_count,
+)
 
 __all__ = [
     "PRIMITIVES",
@@ -14,4 +21,6 @@ __all__ = [
     "Variable",
     "convert_to_tensor",
     "is_tensor",
+    "mark_written",
+    "write_count",
 ]

@@ -672,16 +672,21 @@ class CompiledFunction:
         return tree.pack_sequence_as(self.out_structure, results)
 
     def _check_prelude(self):
-        """Drops the prelude's values when a variable it read was written (an in-place write
-        bumps the tensor's version counter) or rebound to another tensor since."""
+        """Drops the prelude's values when a variable it read was written since they were
+        computed: its keratron write count moved (every write through keratron bumps it,
+        including fused optimizer kernels that leave torch's version counter alone), its
+        torch version moved (a write to the storage from outside keratron), or it was rebound
+        to another tensor."""
         seen = self._pre[1]
         if seen is not None and all(
-            var._value is t and t._version == version
-            for var, (t, version) in zip(self.prelude.variables, seen)
+            var._value is t and var._writes == writes and t._version == version
+            for var, (t, writes, version) in zip(self.prelude.variables, seen)
         ):
             return
         self._pre[0] = None
-        self._pre[1] = [(var._value, var._value._version) for var in self.prelude.variables]
+        self._pre[1] = [
+            (var._value, var._writes, var._value._version) for var in self.prelude.variables
+        ]
 
 
 _is_grad_enabled = torch.is_grad_enabled
@@ -907,6 +912,7 @@ def _assign_fn(node: Node):
             target.add_(value)
         else:
             target.sub_(value)
+        var._writes += 1
 
     run.__name__ = f"{mode}:{var.path}"
     return run

@@ -265,6 +265,7 @@ class Variable(Tensor):
         "constraint",
         "regularizer",
         "_uid",
+        "_writes",
         "_layout",
         "overwrite_with_gradient",
         "autocast",
@@ -284,6 +285,7 @@ class Variable(Tensor):
         regularizer=None,
     ):
         self._uid = next(_variable_uids)
+        self._writes = 0
         self.name = (
             name if name is not None else f"variable_{self._uid}" if self._uid else "variable"
         )
@@ -336,6 +338,7 @@ class Variable(Tensor):
                 f"of shape {self.shape}."
             )
         self._value.copy_(v)
+        self._writes += 1
         return self
 
     def assign_add(self, value):
@@ -344,6 +347,7 @@ class Variable(Tensor):
         v = _as_torch(value, self._value)
         if not v.is_meta:
             self._value.add_(v)
+            self._writes += 1
         return self
 
     def assign_sub(self, value):
@@ -352,6 +356,7 @@ class Variable(Tensor):
         v = _as_torch(value, self._value)
         if not v.is_meta:
             self._value.sub_(v)
+            self._writes += 1
         return self
 
     @property
@@ -370,6 +375,25 @@ class Variable(Tensor):
 
     def __reduce__(self):
         raise TypeError("Variables are not picklable; save weights with save_weights().")
+
+
+def mark_written(variables) -> None:
+    """Records that each of `variables` had its storage written outside `assign*` (an
+    optimizer's multi-tensor update, a restore, a broadcast).
+
+    Every write to a variable bumps its write count, and whatever is derived from a variable
+    and kept across calls (a compiled function's prelude: relaid-out kernels, folded
+    BatchNormalization) is valid only while the count it was computed at is unchanged. torch's
+    own version counter is no substitute: fused kernels such as `torch._fused_adam_` write
+    without bumping it.
+    """
+    for v in variables:
+        v._writes += 1
+
+
+def write_count(variable: Variable) -> int:
+    """How many times `variable` has been written (see `mark_written`)."""
+    return variable._writes
 
 
 def _tracing() -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 
+from keratron.autodiff.tensor import mark_written
 from keratron.distribute import collectives
 from keratron.distribute.strategy import (
     InputContext,
@@ -119,6 +120,7 @@ def sync_variables(estimator, traced, mode) -> None:
         return
     variables = list(traced.variables.values())
     collectives.broadcast_([v._value for v in variables], src=0, what="estimator broadcast")
+    mark_written(variables)
 
 
 def is_chief(estimator) -> bool:

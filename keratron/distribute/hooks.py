@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from keratron.autodiff import tree
-from keratron.autodiff.tensor import Tensor
+from keratron.autodiff.tensor import Tensor, mark_written
 from keratron.distribute import collectives
 from keratron.distribute.strategy import (
     _batch_size,
@@ -134,6 +134,7 @@ def _broadcast_variables(s, model, what) -> None:
             "build the same model."
         )
     collectives.broadcast_([v._value for v in variables], src=0, what=what)
+    mark_written(variables)
     s._synced[id(model)] = len(variables)
 
 
@@ -299,6 +300,7 @@ def _average_replica_state(s, model) -> None:
     summed = collectives.all_reduce_sum([v._value for v in state], what="replica state mean")
     for v, total in zip(state, summed):
         v._value.copy_(total / world)
+    mark_written(state)
 
 
 def train_logs(model, logs):

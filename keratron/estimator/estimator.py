@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 
 from keratron.autodiff import tree
-from keratron.autodiff.tensor import Tensor, Variable
+from keratron.autodiff.tensor import Tensor, Variable, mark_written
 from keratron.distribute import estimator_hooks as distribute_hooks
 from keratron.estimator import checkpoint as ckpt_lib
 from keratron.estimator import hooks as hooks_lib
@@ -919,6 +919,7 @@ def _assign_now(var, value):
     var._value.copy_(
         v.to(device=var._value.device, dtype=var._value.dtype).reshape(var._value.shape)
     )
+    mark_written([var])
 
 
 def _copy_state(src: dict, dst: dict):
@@ -926,6 +927,7 @@ def _copy_state(src: dict, dst: dict):
         other = src.get(key)
         if other is not None and other is not var and other.shape == var.shape:
             var._value.copy_(other._value)
+            mark_written([var])
 
 
 def _copy_metric(src, dst):
@@ -934,6 +936,7 @@ def _copy_metric(src, dst):
     for a, b in zip(src.variables, dst.variables):
         if a.shape == b.shape:
             b._value.copy_(a._value)
+            mark_written([b])
 
 
 def _step_of(prefix) -> int:
@@ -946,6 +949,7 @@ def _step_of(prefix) -> int:
 def _reset_local_state(traced):
     for key, value in traced.initial.items():
         traced.variables[key]._value.copy_(value)
+        mark_written([traced.variables[key]])
     for metric in traced.metrics.values():
         metric.reset_state()
     if traced.loss_metric is not None:

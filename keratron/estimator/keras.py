@@ -11,6 +11,7 @@ metrics under their Keras names.
 from __future__ import annotations
 
 from keratron.autodiff.primitive import suspend_tracing
+from keratron.autodiff.tensor import mark_written
 from keratron.estimator._tracing import mark_local
 from keratron.estimator.estimator import Estimator
 from keratron.estimator.mode_keys import ModeKeys
@@ -102,6 +103,7 @@ def _keras_model_fn(model):
                     src = source_opt_values.get(v.path)
                     if src is not None and src.shape == v.shape:
                         v._value.copy_(src._value)
+                        mark_written([v])
         return EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=predictions)
 
     return model_fn

@@ -17,6 +17,7 @@ import torch
 
 from keratron import config
 from keratron.autodiff.function import is_tracing, record_effect
+from keratron.autodiff.tensor import mark_written
 from keratron.ops._core import as_tensor
 
 # Predictions outside the top k are pushed below every threshold.
@@ -169,6 +170,7 @@ def update_confusion_matrix_variables(
         )
         for key, var in variables_to_update.items():
             var._value.add_(counts[key].to(var._value.dtype))
+            mark_written([var])
 
     if is_tracing():
         # Inside keratron.function the update becomes an effect node: it runs on the real

@@ -23,7 +23,7 @@ from keratron import config
 from keratron.autodiff.dtypes import standardize_dtype, to_torch_dtype
 from keratron.autodiff.tape import GradientTape, stop_recording_all
 from keratron.autodiff.tape import _state as _tape_state
-from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
+from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, mark_written
 from keratron.optimizers.schedules import learning_rate_schedule as lrs
 
 _name_uids: collections.defaultdict = collections.defaultdict(int)
@@ -605,6 +605,10 @@ class Optimizer:
         """The update itself, on validated torch gradients (one per variable)."""
         from keratron.distribute.hooks import aggregate_gradients
 
+        # Every path below (fused, multi-tensor, per-tensor, overwrite-with-gradient) writes
+        # storage in place; the write counts tell cached derived state that it is stale.
+        mark_written(variables)
+        mark_written(self.variables)
         # Under a multi-worker strategy: the replicas' gradients, averaged (else unchanged).
         tgrads = aggregate_gradients(self, tgrads)
         tgrads, variables = self._overwrite_variables_directly_with_gradients(tgrads, variables)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import keratron as kt
-from keratron.autodiff.tensor import Tensor
+from keratron.autodiff.tensor import Tensor, write_count
 
 
 def test_create_from_list_and_read():
@@ -147,3 +147,27 @@ def test_variable_is_not_picklable():
 
     with pytest.raises(TypeError, match="save_weights"):
         pickle.dumps(kt.Variable(1.0))
+
+
+def test_every_write_bumps_the_write_count():
+    v = kt.Variable(np.zeros(3, "float32"))
+    counts = [write_count(v)]
+    v.assign([1.0, 2.0, 3.0])
+    counts.append(write_count(v))
+    v.assign_add([1.0, 1.0, 1.0])
+    counts.append(write_count(v))
+    v.assign_sub([1.0, 1.0, 1.0])
+    counts.append(write_count(v))
+
+    @kt.function
+    def step():
+        v.assign_add([1.0, 0.0, 0.0])
+
+    step()  # traced: the replayed assignment counts as well
+    step()
+    counts.append(write_count(v))
+    opt = kt.optimizers.Adam(0.1)  # the fused CPU kernel leaves torch's version alone
+    opt.apply([kt.convert_to_tensor([1.0, 1.0, 1.0])], [v])
+    counts.append(write_count(v))
+    assert counts == [0, 1, 2, 3, 5, 6]
+    np.testing.assert_allclose(v.numpy()[1:], [1.9, 2.9], rtol=1e-5)

@@ -1,0 +1,171 @@
+"""State a compiled function derives from variables and keeps across calls (convolution
+kernels relaid out for oneDNN, folded BatchNormalization, transposed weights) follows every
+write to those variables: `fit` with any optimizer, `train_on_batch`, `set_weights`,
+`load_weights` and `assign` all make the next `predict` see the new weights."""
+
+import numpy as np
+import pytest
+
+import keratron as kt
+
+# Every optimizer keratron ships, each with a setting that moves the weights visibly in a few
+# steps. The fused, multi-tensor and per-tensor update paths all appear here.
+OPTIMIZERS = {
+    "sgd": lambda: kt.optimizers.SGD(0.05),
+    "sgd_momentum": lambda: kt.optimizers.SGD(0.05, momentum=0.9, nesterov=True),
+    "adam": lambda: kt.optimizers.Adam(0.01),
+    "adam_amsgrad": lambda: kt.optimizers.Adam(0.01, amsgrad=True),
+    "adamw": lambda: kt.optimizers.AdamW(0.01),
+    "nadam": lambda: kt.optimizers.Nadam(0.01),
+    "adamax": lambda: kt.optimizers.Adamax(0.01),
+    "rmsprop": lambda: kt.optimizers.RMSprop(0.01),
+    "adagrad": lambda: kt.optimizers.Adagrad(0.1),
+    "adadelta": lambda: kt.optimizers.Adadelta(10.0),
+    "lion": lambda: kt.optimizers.Lion(0.01),
+    "ftrl": lambda: kt.optimizers.Ftrl(0.1),
+}
+
+
+def _conv(filters, kernel_size, **kw):
+    return lambda h: kt.layers.Conv2D(filters, kernel_size, **kw)(h)
+
+
+# Each layer with a cached inference form, alone in a model whose other weights are plain.
+LAYERS = {
+    # oneDNN's blocked kernel layout, computed once per weight change
+    "conv3x3": _conv(8, 3, padding="same", activation="relu"),
+    # a 1x1 convolution over more than 2,048 output pixels runs on oneDNN
+    "conv1x1_onednn": _conv(8, 1, activation="relu"),
+    "depthwise": lambda h: kt.layers.DepthwiseConv2D(3, depth_multiplier=2, padding="same")(h),
+    "separable": lambda h: kt.layers.SeparableConv2D(5, 3, padding="same", activation="relu")(h),
+    # frozen BatchNormalization runs in inference mode: folded into the convolution before it
+    "batchnorm_folded": lambda h: kt.layers.BatchNormalization(trainable=False)(
+        _conv(4, 3, padding="same")(h)
+    ),
+    # a 1x1 convolution over fewer pixels is a GEMM on the kernel in channels_last order
+    "conv1x1_gemm": lambda h: _conv(8, 1)(kt.layers.MaxPooling2D(4)(h)),
+    "dense": lambda h: kt.layers.Dense(5, activation="relu")(kt.layers.Flatten()(h)),
+}
+
+
+def _model(layers=tuple(LAYERS), seed=0):
+    """The given layer cases one after another on a (12, 12, 2) input, then Dense(3)."""
+    kt.utils.set_random_seed(seed)
+    inputs = kt.Input((12, 12, 2))
+    h = inputs
+    for name in layers:
+        if name == "dense":
+            continue
+        h = LAYERS[name](h)
+    if "dense" in layers:
+        h = LAYERS["dense"](h)
+    return kt.Model(inputs, kt.layers.Dense(3)(kt.layers.Flatten()(h)))
+
+
+def _data(n=48, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 12, 12, 2)).astype("float32")
+    y = rng.standard_normal((n, 3)).astype("float32")
+    return x, y
+
+
+def _direct(model, x):
+    return model(x, training=False).numpy()
+
+
+def _predict_fit_predict(model, optimizer):
+    x, y = _data()
+    model.compile(optimizer=optimizer, loss="mse")
+    before = model.predict(x, batch_size=32, verbose=0)
+    np.testing.assert_allclose(before, _direct(model, x), rtol=1e-5, atol=1e-5)
+    model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    after = model.predict(x, batch_size=32, verbose=0)
+    assert np.abs(after - before).max() > 1e-3, "the weights did not move: the test shows nothing"
+    np.testing.assert_allclose(after, _direct(model, x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_predict_after_fit_sees_the_trained_weights(name):
+    _predict_fit_predict(_model(), OPTIMIZERS[name]())
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_predict_after_fit_with_adam_sees_each_layers_new_weights(layer):
+    # Adam's fused CPU kernel writes weights without bumping torch's version counter.
+    _predict_fit_predict(_model((layer,)), kt.optimizers.Adam(0.01))
+
+
+def test_a_write_outside_keratron_invalidates_the_cache_too():
+    # Writing a variable's torch storage directly bumps torch's version counter only.
+    x, _ = _data()
+    model = _model()
+    model.predict(x, batch_size=32, verbose=0)
+    model.layers[1].kernel.value.value.mul_(-1.0)
+    np.testing.assert_allclose(
+        model.predict(x, batch_size=32, verbose=0), _direct(model, x), rtol=1e-5, atol=1e-5
+    )
+
+
+def _interleave(seed, steps, tmp_path):
+    """A random sequence of everything that reads or writes the weights, run on a compiled
+    model and on an eager (`run_eagerly=True`) one from the same start; every output of the
+    compiled model equals its own direct call and the eager model's output."""
+    rng = np.random.default_rng(seed)
+    x, y = _data(40, seed)
+    models = []
+    for eager in (False, True):
+        m = _model(seed=seed)
+        m.compile(optimizer=kt.optimizers.Adam(0.01), loss="mse", run_eagerly=eager)
+        m.optimizer.build(m.trainable_variables)  # the saved file holds the optimizer's state
+        models.append(m)
+    compiled, eager = models
+    eager.set_weights(compiled.get_weights())
+    path = str(tmp_path / f"w{seed}.weights.h5")
+    compiled.save_weights(path)
+    actions = ["fit", "predict", "evaluate", "train_on_batch", "set_weights", "load", "assign"]
+    done = []
+    for _ in range(steps):
+        action = actions[rng.integers(len(actions))]
+        done.append(action)
+        # Drawn once per step, so both models see the same change.
+        scale = 1.0 + 0.1 * rng.standard_normal()
+        delta = 0.1 * rng.standard_normal(models[0].layers[1].kernel.shape).astype("float32")
+        outs = []
+        for m in models:
+            if action == "fit":
+                hist = m.fit(x, y, epochs=1, batch_size=16, shuffle=False, verbose=0)
+                outs.append(hist.history["loss"])
+            elif action == "predict":
+                outs.append(m.predict(x, batch_size=32, verbose=0))
+            elif action == "evaluate":
+                outs.append(m.evaluate(x, y, batch_size=32, verbose=0))
+            elif action == "train_on_batch":
+                outs.append(m.train_on_batch(x[:16], y[:16]))
+            elif action == "set_weights":
+                m.set_weights([w * scale for w in m.get_weights()])
+            elif action == "load":
+                m.load_weights(path)
+            else:
+                m.layers[1].kernel.assign(m.layers[1].kernel.numpy() + delta)
+        if outs:
+            np.testing.assert_allclose(
+                *outs, rtol=2e-4, atol=2e-4, err_msg=f"after {done} (seed {seed})"
+            )
+        # The compiled model's inference path against its own eager call, tightly.
+        np.testing.assert_allclose(
+            compiled.predict(x, batch_size=32, verbose=0),
+            _direct(compiled, x),
+            rtol=1e-5,
+            atol=1e-5,
+            err_msg=f"after {done} (seed {seed})",
+        )
+
+
+def test_random_interleaving_matches_the_eager_reference(tmp_path):
+    _interleave(seed=7, steps=14, tmp_path=tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12))
+def test_random_interleaving_over_many_seeds(seed, tmp_path):
+    _interleave(seed=100 + seed, steps=20, tmp_path=tmp_path)
