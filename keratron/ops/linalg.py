@@ -182,6 +182,26 @@ def _float(x: Tensor) -> Tensor:
     return cast(x, config.floatx())
 
 
+def _plain_matrix_product(x1, x2, transpose_x2: bool = False) -> Tensor | None:
+    """`x1 @ x2` (or `x1 @ x2.T`) for the common case that needs no conversion: two Tensors
+    holding non-bool matrices of one dtype on one device whose contracted axes match. Returns
+    None for anything else, so the caller takes its general path.
+    """
+    if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):
+        return None
+    v1, v2 = x1._value, x2._value
+    if not (
+        v1.dim() == 2
+        and v2.dim() == 2
+        and v1.dtype is v2.dtype
+        and v1.dtype is not torch.bool
+        and v1.device == v2.device
+        and v1.shape[1] == v2.shape[1 if transpose_x2 else 0]
+    ):
+        return None
+    return matmul_p.bind(x1, _mT(x2) if transpose_x2 else x2, None, activation=None)
+
+
 def matmul(x1, x2):
     """Matrix product with numpy's `matmul` rules: batch dimensions broadcast, a 1-D first
     operand is a row vector and a 1-D second operand a column vector (removed afterwards).
@@ -198,18 +218,9 @@ def matmul(x1, x2):
         >>> keratron.ops.matmul(a, keratron.ops.ones((4, 5))).shape
         (2, 3, 5)
     """
-    if isinstance(x1, Tensor) and isinstance(x2, Tensor):
-        v1, v2 = x1._value, x2._value
-        # Fast path for the common case (two same-dtype matrices): no conversions.
-        if (
-            v1.dtype is v2.dtype
-            and v1.dim() == 2
-            and v2.dim() == 2
-            and v1.shape[1] == v2.shape[0]
-            and v1.device == v2.device
-            and v1.dtype is not torch.bool
-        ):
-            return matmul_p.bind(x1, x2, None, activation=None)
+    y = _plain_matrix_product(x1, x2)
+    if y is not None:
+        return y
     x1, x2 = _promote(x1, x2)
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(
@@ -465,18 +476,9 @@ def dot(x1, x2):
         >>> keratron.ops.dot([1.0, 2.0], [3.0, 4.0]).numpy()
         array(11., dtype=float32)
     """
-    if isinstance(x1, Tensor) and isinstance(x2, Tensor):
-        v1, v2 = x1._value, x2._value
-        # Fast path for the common case (two same-dtype matrices): no conversions.
-        if (
-            v1.dtype is v2.dtype
-            and v1.dim() == 2
-            and v2.dim() == 2
-            and v1.shape[1] == v2.shape[0]
-            and v1.device == v2.device
-            and v1.dtype is not torch.bool
-        ):
-            return matmul_p.bind(x1, x2, None, activation=None)
+    y = _plain_matrix_product(x1, x2)
+    if y is not None:
+        return y
     x1, x2 = _promote(x1, x2)
     if x1.ndim == 0 or x2.ndim == 0:
         return multiply(x1, x2)
@@ -492,18 +494,9 @@ def inner(x1, x2):
         >>> keratron.ops.inner(keratron.ops.ones((2, 3)), keratron.ops.ones((4, 3))).shape
         (2, 4)
     """
-    if isinstance(x1, Tensor) and isinstance(x2, Tensor):
-        v1, v2 = x1._value, x2._value
-        # Fast path for the common case (two same-dtype matrices): no conversions.
-        if (
-            v1.dtype is v2.dtype
-            and v1.dim() == 2
-            and v2.dim() == 2
-            and v1.shape[1] == v2.shape[0]
-            and v1.device == v2.device
-            and v1.dtype is not torch.bool
-        ):
-            return matmul_p.bind(x1, x2, None, activation=None)
+    y = _plain_matrix_product(x1, x2, transpose_x2=True)
+    if y is not None:
+        return y
     x1, x2 = _promote(x1, x2)
     if x1.ndim == 0 or x2.ndim == 0:
         return multiply(x1, x2)

@@ -255,6 +255,27 @@ def test_dot_follows_numpy_for_nd_and_scalars():
     np.testing.assert_allclose(ops.dot(np.array(2.0), b).numpy(), 2.0 * b)
 
 
+@pytest.mark.parametrize("wrap", [kt.convert_to_tensor, np.asarray], ids=["tensor", "ndarray"])
+@pytest.mark.parametrize(
+    "name, shapes",
+    [
+        ("inner", [(3, 3), (3, 3)]),
+        ("inner", [(2, 3), (4, 3)]),
+        ("inner", [(3, 4), (4, 4)]),
+        ("dot", [(3, 3), (3, 3)]),
+        ("dot", [(2, 3), (3, 4)]),
+        ("matmul", [(3, 3), (3, 3)]),
+        ("matmul", [(2, 3), (3, 4)]),
+    ],
+)
+def test_matrix_products_match_numpy_on_square_and_non_square(wrap, name, shapes):
+    # Square Tensor operands reach the no-conversion fast path, which once computed
+    # inner(a, b) as a @ b instead of a @ b.T.
+    a, b = (R.standard_normal(s).astype(np.float32) for s in shapes)
+    got = getattr(ops, name)(wrap(a), wrap(b)).numpy()
+    np.testing.assert_allclose(got, getattr(np, name)(a, b), rtol=1e-5, atol=1e-5)
+
+
 def test_norm_values_and_int_input():
     x = nrm(3, 4)
     for ord_ in (None, 1, 2, INF, -INF, 0, 3):
