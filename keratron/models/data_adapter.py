@@ -151,6 +151,11 @@ def train_validation_split(arrays, validation_split):
             "Argument `validation_split` is only supported for tensors or NumPy arrays. "
             f"Found incompatible type in the input: {bad}"
         )
+    if isinstance(validation_split, bool) or not 0.0 < float(validation_split) < 1.0:
+        raise ValueError(
+            "Argument `validation_split` must be a fraction strictly between 0 and 1 (the "
+            f"share of samples held out). Received: validation_split={validation_split!r}"
+        )
     first = next((t for t in flat if t is not None), None)
     if first is None:
         return arrays, arrays
@@ -213,10 +218,12 @@ class _ArrayAdapter:
                 "of samples."
             )
         self.num_samples = sizes.pop()
-        if not batch_size:
+        if batch_size is None:
             batch_size = int(math.ceil(self.num_samples / steps)) if steps else 32
-        if int(batch_size) <= 0:
-            raise ValueError(f"`batch_size` must be a positive integer. Received: {batch_size}")
+        if isinstance(batch_size, bool) or int(batch_size) != batch_size or int(batch_size) <= 0:
+            raise ValueError(
+                f"`batch_size` must be a positive integer. Received: batch_size={batch_size!r}"
+            )
         self.batch_size = int(batch_size)
         self.num_batches = int(math.ceil(self.num_samples / self.batch_size))
         self.shuffle = shuffle
