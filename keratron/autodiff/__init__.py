@@ -1,7 +1,7 @@
 """The autodiff core: Tensor, Variable, primitives, GradientTape."""
 
 from keratron.autodiff.primitive import PRIMITIVES, Primitive
-from keratron.autodiff.tape import GradientTape, custom_gradient, stop_gradient
+from keratron.autodiff.tape import GradientTape, active_tapes, custom_gradient, stop_gradient
 from keratron.autodiff.tensor import (
     Tensor,
     Variable,
@@ -15,6 +15,7 @@ __all__ = [
     "PRIMITIVES",
     "Primitive",
     "GradientTape",
+    "active_tapes",
     "custom_gradient",
     "stop_gradient",
     "Tensor",

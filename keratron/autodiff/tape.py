@@ -13,9 +13,11 @@ import contextlib
 import functools
 import threading
 
+# The module, not its names: `Primitive.bind` calls into this module, so `primitive` may
+# import it at its top while this one is still loading.
+from keratron.autodiff import primitive as _primitive
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import is_float
-from keratron.autodiff.primitive import PRIMITIVES
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
 
 
@@ -25,6 +27,17 @@ class _State(threading.local):
 
 
 _state = _State()
+
+
+def active_tapes() -> tuple:
+    """The `GradientTape`s entered in this thread and not yet exited, innermost last.
+
+    Example:
+        >>> with keratron.GradientTape() as tape:
+        ...     keratron.autodiff.active_tapes()[-1] is tape
+        True
+    """
+    return tuple(_state.tapes)
 
 
 def _should_record(tape, inputs) -> bool:
@@ -79,7 +92,7 @@ def record_custom(inputs, outputs, vjp) -> None:
 
 
 def _bind(name, *args, **params):
-    return PRIMITIVES[name].bind(*args, **params)
+    return _primitive.PRIMITIVES[name].bind(*args, **params)
 
 
 def _unbroadcast(g: Tensor, shape: tuple) -> Tensor:
@@ -129,6 +142,17 @@ class GradientTape:
         self._recording = False
         if self in _state.tapes:
             _state.tapes.remove(self)
+
+    @property
+    def is_recording(self) -> bool:
+        """Whether the tape records now: inside its `with` block and not paused by
+        `stop_recording` (nor by `gradient` computing the backward pass)."""
+        return self._recording
+
+    def recorded(self, x) -> bool:
+        """Whether `x` is watched by this tape or the output of an op it recorded, so that
+        gradients flow from `x` back to the watched tensors."""
+        return id(x) in self._watched
 
     def watch(self, tensor) -> None:
         """Makes the tape track operations on `tensor` (a Tensor, Variable or structure)."""

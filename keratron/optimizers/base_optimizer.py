@@ -21,8 +21,7 @@ import torch
 
 from keratron import config
 from keratron.autodiff.dtypes import standardize_dtype, to_torch_dtype
-from keratron.autodiff.tape import GradientTape, stop_recording_all
-from keratron.autodiff.tape import _state as _tape_state
+from keratron.autodiff.tape import GradientTape, active_tapes, stop_recording_all
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, mark_written
 from keratron.optimizers.schedules import learning_rate_schedule as lrs
 
@@ -843,7 +842,7 @@ class Optimizer:
         elif tape is None:
             # Under a tape that recorded the loss (an Estimator traces its model_fn under one),
             # that tape differentiates it, as TensorFlow's graph mode needs no tape.
-            tape = next((t for t in reversed(_tape_state.tapes) if id(loss) in t._watched), None)
+            tape = next((t for t in reversed(active_tapes()) if t.recorded(loss)), None)
         if tape is None:
             raise ValueError(
                 f"Optimizer '{self.name}': `tape` is required when a Tensor loss that no active "

@@ -311,3 +311,50 @@ def test_gradient_computation_leaves_torch_autograd_alone():
     g = tape.gradient(y, x)
     assert not g.torch().requires_grad and g.torch().grad_fn is None
     assert not x.torch().requires_grad
+
+
+def test_active_tapes_lists_entered_tapes_innermost_last():
+    from keratron.autodiff import active_tapes
+
+    assert active_tapes() == ()
+    with kt.GradientTape() as outer:
+        with kt.GradientTape() as inner:
+            assert active_tapes() == (outer, inner)
+        assert active_tapes() == (outer,)
+    assert active_tapes() == ()
+
+
+def test_active_tapes_are_per_thread():
+    import threading
+
+    from keratron.autodiff import active_tapes
+
+    seen = []
+    with kt.GradientTape():
+        th = threading.Thread(target=lambda: seen.append(active_tapes()))
+        th.start()
+        th.join()
+    assert seen == [()]
+
+
+def test_is_recording_follows_the_block_and_stop_recording():
+    tape = kt.GradientTape()
+    assert not tape.is_recording
+    with tape:
+        assert tape.is_recording
+        with tape.stop_recording():
+            assert not tape.is_recording
+        assert tape.is_recording
+    assert not tape.is_recording
+
+
+def test_recorded_is_true_for_watched_tensors_and_recorded_results():
+    x, c = t(2.0), t(5.0)
+    v = kt.Variable(1.0)
+    with kt.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 3.0
+        z = c * 2.0  # depends on nothing watched: not recorded
+        w = v * 2.0  # a trainable variable read is watched automatically
+    assert tape.recorded(x) and tape.recorded(y) and tape.recorded(w) and tape.recorded(v)
+    assert not tape.recorded(c) and not tape.recorded(z)
