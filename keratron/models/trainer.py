@@ -22,6 +22,7 @@ from keratron.autodiff.tensor import Tensor
 from keratron.distribute import hooks as distribute_hooks
 from keratron.models import data_adapter
 from keratron.models.data_adapter import EpochIterator, unpack_x_y_sample_weight
+from keratron.ops.xent import raise_for_invalid_class_ids
 from keratron.utils import host_memory
 
 __all__ = ["Trainer"]
@@ -588,6 +589,8 @@ class Trainer:
                         stacklevel=2,
                     )
                     break
+                # Out-of-range sparse labels met on a GPU surface here, read once an epoch.
+                raise_for_invalid_class_ids()
                 epoch_logs = _python_logs(self._get_metrics_result_or_logs(logs))
                 if validation_data is not None and self._should_eval(epoch, validation_freq):
                     if self._eval_iterator is None:

@@ -28,7 +28,7 @@ from keratron.ops.elementwise import (
     subtract,
 )
 from keratron.ops.reduction import logsumexp, sum
-from keratron.ops.shape import expand_dims, moveaxis, squeeze
+from keratron.ops.shaping import expand_dims, moveaxis, squeeze
 
 __all__ = [
     "softmax_cross_entropy",
@@ -45,6 +45,59 @@ def _one_hot_impl(labels, num_classes, dtype):
 
 # Integer class ids -> one-hot rows (no gradient: the ids are integers).
 one_hot_p = Primitive("softmax_cross_entropy_one_hot", _one_hot_impl)
+
+
+def _check_class_ids_impl(labels, num_classes):
+    """Returns `labels` unchanged after checking that every id is in [0, num_classes).
+
+    On the CPU the check reads the batch at once (a few microseconds against the loss it
+    guards). On a GPU a per-batch check would wait for the device every step, so the batch's
+    smallest and largest ids are folded into device-side running extremes instead, and
+    `raise_for_invalid_class_ids()` reads them once (`fit` calls it at the end of each epoch).
+    """
+    if labels.is_meta or labels.numel() == 0:
+        return labels
+    if labels.device.type == "cpu":
+        lo, hi = int(labels.min()), int(labels.max())
+        if lo < 0 or hi >= num_classes:
+            _raise_invalid(lo if lo < 0 else hi, num_classes)
+        return labels
+    key = (labels.device, num_classes)
+    lo, hi = labels.min().long(), labels.max().long()
+    seen = _pending_class_ids.get(key)
+    if seen is not None:
+        lo, hi = torch.minimum(lo, seen[0]), torch.maximum(hi, seen[1])
+    _pending_class_ids[key] = (lo, hi)
+    return labels
+
+
+# (device, number of classes) -> running (min, max) class ids met on that device since the
+# last `raise_for_invalid_class_ids()`.
+_pending_class_ids: dict = {}
+
+
+def _raise_invalid(value, num_classes):
+    raise ValueError(
+        f"sparse_categorical_crossentropy: received a label value of {value}, which is outside "
+        f"the valid range of [0, {num_classes - 1}] for {num_classes} classes. Class ids must "
+        "be integers from 0 to the number of classes minus one."
+    )
+
+
+def raise_for_invalid_class_ids() -> None:
+    """Raises the ValueError for an out-of-range sparse label met on a GPU since the last
+    call (one read of the device-side extremes); CPU batches are checked as they come."""
+    pending = list(_pending_class_ids.items())
+    _pending_class_ids.clear()
+    for (_, num_classes), (lo, hi) in pending:
+        lo, hi = int(lo), int(hi)
+        if lo < 0 or hi >= num_classes:
+            _raise_invalid(lo if lo < 0 else hi, num_classes)
+
+
+# Identity on integer class ids that raises on an id outside [0, num_classes): placed before
+# both sparse cross-entropy paths, so a bad label cannot silently one-hot to a zero row.
+check_class_ids_p = Primitive("check_class_ids", _check_class_ids_impl)
 
 
 def _sce_impl(logits, labels, sparse):
@@ -257,6 +310,7 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     if target._value.is_floating_point() or target.dtype == "bool":
         target = cast(target, "int64")  # as Keras, float class ids truncate to integers
     output = _float_output(output)
+    target = check_class_ids_p.bind(target, num_classes=output.shape[axis])
     if from_logits:
         logits = moveaxis(output, axis, -1)
         return softmax_cross_entropy_p.bind(logits, target, sparse=True)[0]
