@@ -120,60 +120,39 @@ class Tensor:
         return (_rebuild_tensor, (self.numpy(),))
 
     # ------------------------------------------------------------------ operators
+    # The operators call `keratron.ops` through the table that `ops` installs (see
+    # `install_operators`): this module sits below `ops` and never imports it.
     def __getitem__(self, key):
-        from keratron import ops
-
-        return ops.get_item(self, key)
+        return _op("get_item")(self, key)
 
     def __neg__(self):
-        from keratron import ops
-
-        return ops.negative(self)
+        return _op("negative")(self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        from keratron import ops
-
-        return ops.abs(self)
+        return _op("abs")(self)
 
     def __invert__(self):
-        from keratron import ops
-
-        return ops.logical_not(self) if self.dtype == "bool" else ops.bitwise_invert(self)
+        if self.dtype == "bool":
+            return _op("logical_not")(self)
+        return _op("bitwise_invert")(self)
 
     def astype(self, dtype):
-        from keratron import ops
-
-        return ops.cast(self, dtype)
+        return _op("cast")(self, dtype)
 
     @property
     def T(self):
-        from keratron import ops
-
-        return ops.transpose(self)
+        return _op("transpose")(self)
 
     def reshape(self, *shape):
-        from keratron import ops
-
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return ops.reshape(self, shape)
+        return _op("reshape")(self, shape)
 
 
-def _binary(op_name, reflected=False):
-    def method(self, other):
-        from keratron import ops
-
-        fn = getattr(ops, op_name)
-        return fn(other, self) if reflected else fn(self, other)
-
-    method.__name__ = op_name
-    return method
-
-
-for _dunder, _op in [
+_BINARY_OPERATORS = [
     ("add", "add"),
     ("sub", "subtract"),
     ("mul", "multiply"),
@@ -185,18 +164,67 @@ for _dunder, _op in [
     ("and", "logical_and"),
     ("or", "logical_or"),
     ("xor", "logical_xor"),
-]:
-    setattr(Tensor, f"__{_dunder}__", _binary(_op))
-    setattr(Tensor, f"__r{_dunder}__", _binary(_op, reflected=True))
-for _dunder, _op in [
+]
+_COMPARISONS = [
     ("lt", "less"),
     ("le", "less_equal"),
     ("gt", "greater"),
     ("ge", "greater_equal"),
     ("eq", "equal"),
     ("ne", "not_equal"),
-]:
-    setattr(Tensor, f"__{_dunder}__", _binary(_op))
+]
+# Every op the Tensor methods above and `convert_to_tensor` call.
+OPERATOR_OPS = frozenset(
+    ["get_item", "negative", "abs", "logical_not", "bitwise_invert", "cast", "transpose"]
+    + ["reshape", "stack"]
+    + [op for _, op in _BINARY_OPERATORS + _COMPARISONS]
+)
+_operators: dict = {}
+
+
+def install_operators(table) -> None:
+    """Installs the ops behind `Tensor`'s operators (`x + y`, `x[i]`, `x.T`, ...).
+
+    `keratron.ops` calls this once, at the end of its import, with its namespace; importing
+    `keratron` imports `ops`, so the operators work wherever a Tensor can be made.
+
+    Args:
+        table: a mapping from op name to function that holds every name in `OPERATOR_OPS`.
+
+    Raises:
+        ValueError: if `table` lacks one of them.
+    """
+    missing = sorted(OPERATOR_OPS.difference(table))
+    if missing:
+        raise ValueError(f"install_operators: the table lacks the ops {missing}.")
+    _operators.update({name: table[name] for name in OPERATOR_OPS})
+
+
+def _op(name):
+    fn = _operators.get(name)
+    if fn is None:
+        raise RuntimeError(
+            f"Tensor operators are not installed yet (needed: ops.{name}); keratron.ops "
+            "installs them at the end of its import, so this is code that runs while "
+            "keratron.ops is still being imported."
+        )
+    return fn
+
+
+def _binary(op_name, reflected=False):
+    def method(self, other):
+        fn = _op(op_name)
+        return fn(other, self) if reflected else fn(self, other)
+
+    method.__name__ = op_name
+    return method
+
+
+for _dunder, _op_name in _BINARY_OPERATORS:
+    setattr(Tensor, f"__{_dunder}__", _binary(_op_name))
+    setattr(Tensor, f"__r{_dunder}__", _binary(_op_name, reflected=True))
+for _dunder, _op_name in _COMPARISONS:
+    setattr(Tensor, f"__{_dunder}__", _binary(_op_name))
 
 
 def _check_concrete(t: Tensor, what: str) -> None:
@@ -468,9 +496,8 @@ def convert_to_tensor(x, dtype=None, sparse=None, device=None) -> Tensor:
         )
     else:
         if isinstance(x, (list, tuple)) and any(isinstance(e, Tensor) for e in _leaves(x)):
-            from keratron import ops
-
-            return convert_to_tensor(ops.stack([convert_to_tensor(e) for e in x]), dtype=dtype)
+            stacked = _op("stack")([convert_to_tensor(e) for e in x])
+            return convert_to_tensor(stacked, dtype=dtype)
         a = np.asarray(x)
         if a.dtype == object or a.dtype.kind in "US":
             raise TypeError(f"Cannot convert {x!r} to a tensor.")

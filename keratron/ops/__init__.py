@@ -9,9 +9,13 @@ from keratron.ops.elementwise import *  # noqa: F403
 from keratron.ops.linalg import *  # noqa: F403
 from keratron.ops.nn import *  # noqa: F403
 from keratron.ops.reduction import *  # noqa: F403
-from keratron.ops.shape import *  # noqa: F403
+from keratron.ops.shaping import *  # noqa: F403
 from keratron.ops.extra import *  # noqa: F403
 from keratron.ops import image  # noqa: E402,F401
 from keratron.ops import nn, numpy  # noqa: E402,F401
 
 _dispatch.attach_kernel_routes()
+
+from keratron.autodiff.tensor import install_operators as _install_operators  # noqa: E402
+
+_install_operators(globals())  # Tensor's operators (x + y, x[i], x.T) call these ops

@@ -253,3 +253,18 @@ def test_is_tensor():
     assert kt.is_tensor(kt.Variable(1.0))
     assert not kt.is_tensor(np.ones(2))
     assert not kt.is_tensor(torch.ones(2))
+
+
+def test_ops_installs_every_tensor_operator():
+    from keratron.autodiff import tensor as tensor_module
+
+    assert tensor_module._operators.keys() == tensor_module.OPERATOR_OPS
+    for name in tensor_module.OPERATOR_OPS:
+        assert tensor_module._operators[name] is getattr(kt.ops, name)
+
+
+def test_install_operators_names_what_the_table_lacks():
+    from keratron.autodiff.tensor import install_operators
+
+    with pytest.raises(ValueError, match=r"lacks the ops \['abs'"):
+        install_operators({"add": kt.ops.add})
