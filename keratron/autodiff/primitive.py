@@ -2,7 +2,8 @@
 
 A primitive bundles, in one place, its CPU implementation (torch; the reference semantics),
 its abstract rule (output shapes/dtypes, by default the implementation run on torch's "meta"
-device), its VJP rule written with keratron ops, and an optional device kernel route that
+device), its VJP rule written with keratron ops, the facts the compiler needs about it
+(in-place form, fresh outputs, fusable epilogues) and its device routes (`device_route`), which
 `ops._dispatch` may pick. `bind` is the one entry point: it computes (or, under tracing,
 records a graph node) and lets every active `GradientTape` record the call.
 """
@@ -46,10 +47,83 @@ def suspend_tracing():
         trace_state.tracer = saved
 
 
+_is_grad_enabled = torch.is_grad_enabled
+# What torch.no_grad() sets, without the context manager's cost on every op.
+_set_grad_enabled = torch._C._set_grad_enabled
+
+
+def without_grad(fn: Callable, *args, **kwargs):
+    """`fn(*args, **kwargs)` with torch's (thread-local) grad mode off, restored afterwards.
+
+    keratron computes its own gradients: torch.autograd must never record its work, and the
+    caller's grad mode is left as found. The one definition of that guard (the op dispatcher
+    and the compiled replay use it).
+    """
+    if _is_grad_enabled():
+        _set_grad_enabled(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _set_grad_enabled(True)
+    return fn(*args, **kwargs)
+
+
 def set_executor(fn) -> None:
     """Installs the function that runs a primitive on concrete values (the op dispatcher)."""
     global _executor
     _executor = fn
+
+
+DEVICE_KINDS = ("cuda", "cpu")
+
+
+def device_route(prim: Primitive, device: str = "cuda") -> Callable[[Callable], Callable]:
+    """Registers the decorated function as `prim`'s route on one kind of device.
+
+    A route has the signature of the primitive's implementation,
+    `route(*torch_values, **params) -> torch.Tensor` (a tuple for a multiple-result
+    primitive), and must compute what `prim.impl` computes. It raises `NotImplementedError`
+    for a case it does not handle; the dispatcher (`ops._dispatch.execute`) then runs the
+    reference `prim.impl`. One route per primitive and device kind; registering again replaces
+    the previous one. The function is returned unchanged.
+
+    Device kinds:
+        "cuda": the Triton kernel. It runs for CUDA values (backend "auto" times it once per
+            call signature against the reference and keeps the faster) and for every call
+            under backend "triton" (on CPU values that needs TRITON_INTERPRET=1; a route that
+            raises NotImplementedError is then an error).
+        "cpu": a CPU fast path (oneDNN, a GEMM). It runs for CPU values under backends
+            "auto" and "fallback", without timing: a CPU route must be at least as fast as the
+            reference wherever it does not raise.
+
+    Args:
+        prim: the `Primitive` the route computes.
+        device: "cuda" or "cpu".
+
+    Returns:
+        A decorator that registers its function and returns it.
+
+    Example:
+        >>> sq = Primitive("doc_square", lambda x: x * x)
+        >>> @device_route(sq, "cpu")
+        ... def _square_cpu(x):
+        ...     return torch.square(x)
+        >>> sq.routes["cpu"] is _square_cpu
+        True
+        >>> del PRIMITIVES["doc_square"]
+    """
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"device_route expects a Primitive. Received: {prim!r}")
+    if device not in DEVICE_KINDS:
+        raise ValueError(
+            f"device_route expects device to be one of {DEVICE_KINDS}. Received: {device!r}"
+        )
+
+    def register(fn: Callable) -> Callable:
+        prim.routes[device] = fn
+        return fn
+
+    return register
 
 
 class Primitive:
@@ -65,9 +139,36 @@ class Primitive:
             tensors.
         multiple_results: whether `impl` returns a tuple.
         effect: True for ops with side effects or randomness (never merged or folded).
+        inplace: name of the torch.Tensor method that computes the op into its first input
+            (`"add_"`); the compiler then reuses a dead input buffer for the result.
+        commutative: whether the two inputs may be swapped (so the in-place form may write
+            into the second input).
+        fresh: whether every output is a new buffer, never a view of an input (the compiler
+            may then overwrite it in place).
+        epilogues: the activation names (`ops.epilogue.ACTIVATIONS`) the op applies itself
+            through its `activation` parameter, after an optional bias input (its third); the
+            compiler folds a following bias add and activation into the call.
+        vjp_accepts_none: whether the VJP rule takes None (not zeros) for the cotangents of
+            outputs that no gradient reached (multiple-result primitives).
+
+    Attributes:
+        routes: {device kind: route}, filled by `device_route`.
     """
 
-    __slots__ = ("name", "impl", "vjp", "abstract", "multiple_results", "effect", "kernel")
+    __slots__ = (
+        "name",
+        "impl",
+        "vjp",
+        "abstract",
+        "multiple_results",
+        "effect",
+        "inplace",
+        "commutative",
+        "fresh",
+        "epilogues",
+        "vjp_accepts_none",
+        "routes",
+    )
 
     def __init__(
         self,
@@ -77,6 +178,12 @@ class Primitive:
         abstract: Callable | None = None,
         multiple_results: bool = False,
         effect: bool = False,
+        *,
+        inplace: str | None = None,
+        commutative: bool = False,
+        fresh: bool = False,
+        epilogues: tuple[str, ...] = (),
+        vjp_accepts_none: bool = False,
     ):
         if name in PRIMITIVES:
             raise ValueError(f"Primitive {name!r} is already registered.")
@@ -86,8 +193,27 @@ class Primitive:
         self.abstract = abstract
         self.multiple_results = multiple_results
         self.effect = effect
-        self.kernel = None  # optional device route: kernel(*vals, **params), may raise NIE
+        self.inplace = inplace
+        self.commutative = commutative
+        self.fresh = fresh
+        self.epilogues = frozenset(epilogues)
+        self.vjp_accepts_none = vjp_accepts_none
+        if vjp_accepts_none and vjp is not None:
+            vjp.accepts_none = True  # what the tape reads until it reads the field
+        self.routes: dict[str, Callable] = {}
         PRIMITIVES[name] = self
+
+    @property
+    def kernel(self) -> Callable | None:
+        """The "cuda" route (the Triton kernel), or None; an alias of `routes["cuda"]`."""
+        return self.routes.get("cuda")
+
+    @kernel.setter
+    def kernel(self, fn: Callable | None) -> None:
+        if fn is None:
+            self.routes.pop("cuda", None)
+        else:
+            self.routes["cuda"] = fn
 
     def __repr__(self):
         return f"Primitive({self.name})"

@@ -1,14 +1,22 @@
 """The one place where a primitive call picks its implementation.
 
-Per call: a primitive with a device kernel route runs it when the backend is "triton"; with
-"auto" and CUDA inputs, it runs whichever of the route and the torch fallback (cuBLAS,
-cuDNN) measured faster the first time this primitive met these shapes, dtypes, strides and
-parameters (like cuDNN's benchmark mode; a training step's shapes repeat, so each is timed
-once; past 64 measured signatures of one primitive, a new one takes that primitive's most
-frequent choice untimed). A route that cannot handle a case raises NotImplementedError and
-the CPU/torch fallback runs ("auto") or a clear error is raised ("triton"). Everything runs
-under `torch.no_grad()` only when torch's grad mode is on, so torch.autograd never records
-keratron's work and torch's global state is left as found.
+Each primitive has a plain torch implementation, the reference (`prim.impl`), and may have
+device routes registered next to their kernels with `@device_route(prim, device)`
+(`keratron.autodiff.primitive`). Per call:
+
+- the "cuda" route (a Triton kernel) runs when the backend is "triton" (on CPU values that
+  needs TRITON_INTERPRET=1); with "auto" and CUDA values, whichever of the route and the
+  reference (cuBLAS, cuDNN) measured faster the first time this primitive met these shapes,
+  dtypes, strides and parameters runs (like cuDNN's benchmark mode; a training step's shapes
+  repeat, so each is timed once; past 64 measured signatures of one primitive, a new one takes
+  that primitive's most frequent choice untimed);
+- otherwise, on CPU values, the "cpu" route (oneDNN, a GEMM) runs, untimed;
+- otherwise the reference runs.
+
+A route that cannot handle a case raises NotImplementedError and the reference runs ("auto",
+"fallback") or a clear error is raised (a "cuda" route under "triton"). Everything runs with
+torch's grad mode off (`without_grad`), so torch.autograd never records keratron's work and
+torch's global state is left as found.
 """
 
 from __future__ import annotations
@@ -20,10 +28,7 @@ import torch
 
 from keratron import config
 from keratron.autodiff import primitive
-
-_no_grad = torch.no_grad
-_is_grad_enabled = torch.is_grad_enabled
-_set_grad_enabled = torch._C._set_grad_enabled
+from keratron.autodiff.primitive import without_grad
 
 
 def _wants_kernel(vals, backend: str) -> bool:
@@ -38,26 +43,34 @@ def _wants_kernel(vals, backend: str) -> bool:
     return False
 
 
+def _on_cpu(vals) -> bool:
+    for v in vals:
+        if v is not None:
+            return v.is_cpu  # False for data-free "meta" values
+    return False
+
+
 def execute(prim, vals, params):
     """Runs `prim` on torch values `vals` with `params`; returns torch value(s)."""
-    if prim.kernel is not None:
-        backend = config.kernel_backend()
-        if _wants_kernel(vals, backend):
-            if backend == "auto":
-                out = _run_faster(prim, vals, params)
-            else:
-                out = _run_kernel(prim, vals, params)
-            if out is not None:
-                return out
-    if _is_grad_enabled():
-        # What torch.no_grad() does, without the context-manager cost on every op; the
-        # previous (thread-local) grad mode is restored before returning.
-        _set_grad_enabled(False)
-        try:
-            return prim.impl(*vals, **params)
-        finally:
-            _set_grad_enabled(True)
-    return prim.impl(*vals, **params)
+    routes = prim.routes
+    if routes:
+        route = routes.get("cuda")
+        if route is not None:
+            backend = config.kernel_backend()
+            if _wants_kernel(vals, backend):
+                if backend == "auto":
+                    out = _run_faster(prim, vals, params)
+                else:
+                    out = _run_kernel(prim, vals, params)
+                if out is not None:
+                    return out
+        route = routes.get("cpu")
+        if route is not None and _on_cpu(vals):
+            try:
+                return without_grad(route, *vals, **params)
+            except NotImplementedError:
+                pass
+    return without_grad(prim.impl, *vals, **params)
 
 
 def _run_kernel(prim, vals, params):
@@ -69,8 +82,7 @@ def _run_kernel(prim, vals, params):
                 "this needs TRITON_INTERPRET=1 set before triton is imported."
             )
     try:
-        with _no_grad():
-            return prim.kernel(*vals, **params)
+        return without_grad(prim.routes["cuda"], *vals, **params)
     except NotImplementedError as e:
         if strict:
             raise ValueError(
@@ -113,15 +125,13 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
     if out is None:  # the route does not handle this case
         _choices[key] = "fallback"
         return None
-    with _no_grad():
-        prim.impl(*vals, **params)  # warm-up, as the route's first run was
+    without_grad(prim.impl, *vals, **params)  # warm-up, as the route's first run was
     best = {}
-    for name, run in (("kernel", prim.kernel), ("fallback", prim.impl)):
+    for name, run in (("kernel", prim.routes["cuda"]), ("fallback", prim.impl)):
         for _ in range(_TIMED_RUNS):
             sync()
             start = time.perf_counter()
-            with _no_grad():
-                run(*vals, **params)
+            without_grad(run, *vals, **params)
             sync()
             elapsed = time.perf_counter() - start
             best[name] = min(best.get(name, elapsed), elapsed)
