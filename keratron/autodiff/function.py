@@ -11,11 +11,20 @@ The graph is then optimised (`passes.optimize`: dead code, common subexpressions
 folding, algebraic clean-ups, epilogue fusion) and lowered to a flat plan of pre-bound kernel
 calls with in-place reuse of dead buffers and a memory plan that drops each intermediate after
 its last use. Replay never touches a tape.
+
+Thread safety: one function (and so a model's `predict`, `evaluate` and `__call__`) may be
+called from several threads at once, on any mix of input shapes. Each thread traces into its
+own graph; a function traces one signature at a time (a thread that needs a signature another
+thread is tracing waits for it), and only the variables the tracing thread creates count as
+created by the trace. Calls that write the same variables are not ordered against each other:
+running `fit` (or any training step) on one model from several threads at once is not
+supported, nor is `fit` in one thread while another predicts with the same model.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections import Counter
 
@@ -26,7 +35,12 @@ from keratron import config
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.primitive import Primitive, trace_state
-from keratron.autodiff.tensor import Tensor, Variable, _variable_uids, convert_to_tensor
+from keratron.autodiff.tensor import (
+    Tensor,
+    Variable,
+    collect_created_variables,
+    convert_to_tensor,
+)
 
 __all__ = ["function", "Function", "Graph", "Tracer", "is_tracing", "record_effect"]
 
@@ -225,6 +239,9 @@ class Function:
         self.trace_count = 0
         self._leaf_history: list[list] = []
         self._warned = False
+        # One trace at a time per function: a second thread asking for a signature being
+        # traced waits for it instead of tracing it again (and layers build only once).
+        self._trace_lock = threading.RLock()
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj, objtype=None):
@@ -250,9 +267,15 @@ class Function:
         key = _cache_key(args, kwargs, leaves)
         compiled = self._cache.get(key)
         if compiled is None:
-            compiled = self._trace(args, kwargs, leaves)
-            self._cache[key] = compiled
+            compiled = self._compiled_for(key, args, kwargs, leaves)
         return compiled.run(leaves)
+
+    def _compiled_for(self, key, args, kwargs, leaves):
+        with self._trace_lock:
+            compiled = self._cache.get(key)  # another thread may have traced it meanwhile
+            if compiled is None:
+                compiled = self._cache[key] = self._trace(args, kwargs, leaves)
+        return compiled
 
     def _trace(self, args, kwargs, leaves):
         self.trace_count += 1
@@ -268,14 +291,15 @@ class Function:
             else:
                 traced_leaves.append(x)
         t_args, t_kwargs = tree.pack_sequence_as([list(args), kwargs], traced_leaves)
-        uid_before = next(_variable_uids)
         saved = trace_state.tracer
         trace_state.tracer = graph
         try:
-            out = self._fn(*t_args, **t_kwargs)
+            # Only this thread's creations count: other threads make variables of their own.
+            with collect_created_variables() as created:
+                out = self._fn(*t_args, **t_kwargs)
         finally:
             trace_state.tracer = saved
-        if self.trace_count > 1 and next(_variable_uids) > uid_before + 1:
+        if self.trace_count > 1 and created:
             raise ValueError(
                 f"keratron.function {getattr(self._fn, '__name__', '')!r} created variables on a "
                 "call after its first trace. Variables may be created only while the function "
@@ -314,9 +338,8 @@ class Function:
         """The optimised plan for these arguments (traced if needed), for inspection."""
         leaves = tree.flatten([list(args), kwargs])
         key = _cache_key(args, kwargs, leaves)
-        if key not in self._cache:
-            self._cache[key] = self._trace(args, kwargs, leaves)
-        return self._cache[key]
+        compiled = self._cache.get(key)
+        return compiled if compiled is not None else self._compiled_for(key, args, kwargs, leaves)
 
 
 def _argument_names(fn, args, kwargs):
