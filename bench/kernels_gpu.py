@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import keratron  # noqa: E402,F401  (registers every primitive)
+import keratron  # noqa: E402  (registers every primitive)
 from keratron.autodiff.primitive import PRIMITIVES  # noqa: E402
 from keratron.triton_kernels import ROUTES  # noqa: E402
 
@@ -291,7 +291,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", choices=sorted(_DTYPES), default="float32")
     parser.add_argument("--only", choices=sorted(FAMILIES), action="append", help="repeatable")
-    parser.add_argument("--ieee", action="store_true", help="float32 matmul without TF32")
+    parser.add_argument("--ieee", action="store_true", help="float32 products without TF32")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print(
@@ -304,15 +304,9 @@ def main(argv=None) -> int:
     from triton.testing import do_bench
 
     dtype = _DTYPES[args.dtype]
-    # Like torch's default for cuBLAS float32 GEMMs (TF32 allowed), unless --ieee.
-    torch.backends.cuda.matmul.allow_tf32 = not args.ieee
-    torch.backends.cudnn.allow_tf32 = not args.ieee
-    try:
-        from keratron.triton_kernels import matmul as mm
-
-        mm.FP32_PRECISION = "ieee" if args.ieee else "tf32"
-    except ModuleNotFoundError:
-        pass
+    # TF32 float32 products unless --ieee: one setting for the kernels and torch's cuBLAS /
+    # cuDNN calls alike (the setter writes torch's TF32 flags too).
+    keratron.config.set_float32_matmul_precision("ieee" if args.ieee else "tf32")
     print(f"{torch.cuda.get_device_name()}, {args.dtype}, torch {torch.__version__}")
     for family in args.only or list(FAMILIES):
         print(f"{family}:")

@@ -24,64 +24,40 @@ Budgets (P = N * OH * OW output positions, e = bytes per element):
   direct kernel over (positions x channels) tiles with channels contiguous beats a GEMM
   whose reduction would be only KH*KW long.
 
-float32 `tl.dot` runs in TF32 on NVIDIA GPUs when `ALLOW_TF32` is set (the default, as
-torch's cuDNN convolutions); tests and the interpreter use IEEE precision.
+float32 `tl.dot` multiplies at `keratron.config.float32_matmul_precision()` (IEEE or TF32).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import os
 
 import torch
 import triton
 import triton.language as tl
 
-from keratron.triton_kernels import count_launch, pin_configs
+from keratron.triton_kernels._common import (
+    FLOAT_DTYPES,
+    Kernel,
+    activate,
+    activation_code,
+    dot_precision,
+    multiprocessor_count,
+)
 
-__all__ = ["conv_route", "grad_input_route", "grad_filter_route", "aot_specs", "bench"]
+__all__ = ["conv_route", "grad_input_route", "grad_filter_route", "aot_specs"]
 
-ALLOW_TF32 = True  # module-level switch; tests set it to False (IEEE float32 products)
 SPLIT_MIN_POSITIONS = 1024  # grad-filter: each split reduces over at least this many positions
-
-_ACTIVATIONS = (None, "relu", "relu6", "gelu", "gelu_tanh", "sigmoid", "tanh")  # _epilogue's
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _INT32_MAX = 2**31 - 1
 
 
 # ------------------------------------------------------------------------------ kernels
-@triton.jit
-def _tanh(z):
-    # tl has no tanh. Built on exp(-2|z|) <= 1, it cannot overflow and keeps relative
-    # precision near zero better than 2 * sigmoid(2z) - 1.
-    e = tl.exp(-2.0 * tl.abs(z))
-    t = (1.0 - e) / (1.0 + e)
-    return tl.where(z >= 0, t, -t)
-
-
 @triton.jit
 def _epilogue(acc, b_ptr, offs_f, f_mask, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
     """bias + activation on a float32 (rows x filters) tile, as `ops.linalg.apply_epilogue`."""
     if HAS_BIAS:
         bias = tl.load(b_ptr + offs_f, mask=f_mask, other=0.0).to(tl.float32)
         acc = acc + bias[None, :]
-    # NaN propagates through relu/relu6 as torch's relu_ / clamp_ do.
-    if ACTIVATION == "relu":
-        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
-    elif ACTIVATION == "relu6":
-        acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
-        acc = tl.minimum(acc, 6.0, propagate_nan=tl.PropagateNan.ALL)
-    elif ACTIVATION == "gelu":
-        acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
-    elif ACTIVATION == "gelu_tanh":
-        inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
-        acc = 0.5 * acc * (1.0 + _tanh(inner))
-    elif ACTIVATION == "sigmoid":
-        acc = tl.sigmoid(acc)
-    elif ACTIVATION == "tanh":
-        acc = _tanh(acc)
-    return acc
+    return activate(acc, ACTIVATION)
 
 
 @triton.jit
@@ -437,36 +413,27 @@ DEPTHWISE_CONFIGS = [
 
 # Autotuning is redone for each new value of these (those a kernel takes) and each dtype.
 _TUNING_KEY = ["N", "H", "W", "C", "OH", "OW", "F", "KH", "KW", "CG", "MULT", "SH", "SW"]
-_tuned: dict = {}
 
 
-def _launch(kernel, configs, grid, args, meta):
-    """Launches `kernel` with its first config when pinned, else through triton.autotune."""
-    if pin_configs():
-        cfg = configs[0]
-        kernel[grid(cfg.kwargs)](
-            *args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages
-        )
-        return
-    tuned = _tuned.get(kernel)
-    if tuned is None:
-        key = [name for name in _TUNING_KEY if name in kernel.arg_names]
-        tuned = _tuned[kernel] = triton.autotune(configs=configs, key=key)(kernel)
-    tuned[grid](*args, **meta)
+def _kernel(fn, configs, op, **pointer_types):
+    return Kernel(fn, configs, [k for k in _TUNING_KEY if k in fn.arg_names], op, pointer_types)
 
 
-def _precision(dtype: torch.dtype) -> str:
-    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-    if dtype == torch.float32 and ALLOW_TF32 and not interpreted:
-        return "tf32"
-    return "ieee"
+CONV_FWD = _kernel(conv_fwd_kernel, CONFIGS, "conv")
+CONV_GRAD_INPUT = _kernel(
+    conv_grad_input_kernel, GRAD_INPUT_CONFIGS, "conv_grad_input", taps_ptr="i32"
+)
+CONV_GRAD_FILTER = _kernel(conv_grad_filter_kernel, GRAD_FILTER_CONFIGS, "conv_grad_filter")
+DEPTHWISE_FWD = _kernel(depthwise_fwd_kernel, DEPTHWISE_CONFIGS, "conv")
+DEPTHWISE_GRAD_INPUT = _kernel(depthwise_grad_input_kernel, DEPTHWISE_CONFIGS, "conv_grad_input")
+DEPTHWISE_GRAD_FILTER = _kernel(depthwise_grad_filter_kernel, DEPTHWISE_CONFIGS, "conv_grad_filter")
 
 
 # ------------------------------------------------------------------------------ launchers
 def _check(op: str, *tensors) -> None:
     """Raises NotImplementedError for what the kernels do not handle (the fallback runs)."""
     dtype = tensors[0].dtype
-    if dtype not in _DTYPES:
+    if dtype not in FLOAT_DTYPES:
         raise NotImplementedError(f"{op}: dtype {dtype} (supported: float32, float16, bfloat16)")
     for t in tensors:
         if t is None:
@@ -492,9 +459,7 @@ def _spatial_2d(op, nd, strides, padding, dilation):
 
 def _num_splits(positions: int, tiles: int, device: torch.device) -> int:
     """How many programs share the grad-filter reduction: enough to fill the GPU."""
-    sms = 1
-    if device.type == "cuda":
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
+    sms = multiprocessor_count(device)
     want = max(1, (2 * sms) // max(tiles, 1))
     return max(1, min(want, positions // SPLIT_MIN_POSITIONS))
 
@@ -522,6 +487,15 @@ def _tap_table(kh, kw, sh, sw, pt, pl, dh, dw, device) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.int32, device=device)
 
 
+def _sizes(n, h, w, c, oh, ow, f, kh, kw) -> dict:
+    return dict(N=n, H=h, W=w, C=c, OH=oh, OW=ow, F=f, KH=kh, KW=kw)
+
+
+def _strides(prefix: str, t) -> dict:
+    """The NHWC strides of `t` as the kernels name them (sxn, sxh, sxw, sxc for prefix sx)."""
+    return dict(zip((prefix + axis for axis in "nhwc"), t.stride()))
+
+
 def conv_route(x, k, b, strides, padding, dilation, groups, activation):
     """Triton route of the "conv" primitive: same signature and result as its impl.
 
@@ -535,8 +509,7 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
     if nd == 1:
         x, k = x.unsqueeze(1), k.unsqueeze(0)
     _check("conv", x, k, b)
-    if activation not in _ACTIVATIONS:
-        raise NotImplementedError(f"conv: epilogue activation {activation!r}")
+    code = activation_code("conv", activation)
     n, h, w, c = x.shape
     kh, kw, cg, f = k.shape
     oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
@@ -547,25 +520,22 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
         wt = k.contiguous()
         fg = f // groups
         bias = y if b is None else b.contiguous()
-        meta = dict(HAS_BIAS=b is not None, ACTIVATION=activation or "none")
-        geom = (sh, sw, pt, pl, dh, dw)
+        args = dict(x_ptr=x, w_ptr=wt, b_ptr=bias, y_ptr=y, **_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        args.update(_strides("sx", x), SH=sh, SW=sw, PH=pt, PW=pl, DH=dh, DW=dw)
+        args.update(HAS_BIAS=b is not None, ACTIVATION=code)
         p = n * oh * ow
         if cg == 1:
-            args = (x, wt, bias, y, n, h, w, c, oh, ow, f, kh, kw, fg, *x.stride(), *geom)
 
             def grid(m):
                 return (triton.cdiv(p, m["BLOCK_P"]), triton.cdiv(f, m["BLOCK_C"]))
 
-            _launch(depthwise_fwd_kernel, DEPTHWISE_CONFIGS, grid, args, meta)
+            DEPTHWISE_FWD.launch(grid, MULT=fg, **args)
         else:
-            args = (x, wt, bias, y, n, h, w, c, oh, ow, f, kh, kw, cg, fg, *x.stride(), *geom)
-            meta["PRECISION"] = _precision(x.dtype)
 
             def grid(m):
                 return (triton.cdiv(p, m["BLOCK_M"]), triton.cdiv(fg, m["BLOCK_N"]), groups)
 
-            _launch(conv_fwd_kernel, CONFIGS, grid, args, meta)
-        count_launch("conv")
+            CONV_FWD.launch(grid, CG=cg, FG=fg, PRECISION=dot_precision(x.dtype), **args)
     return y.squeeze(1) if nd == 1 else y
 
 
@@ -593,17 +563,16 @@ def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
     if gx.numel():
         wt = k.contiguous()
         fg = f // groups
-        geom = (sh, sw, pt, pl, dh, dw)
+        args = dict(g_ptr=g, w_ptr=wt, gx_ptr=gx, **_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        args.update(_strides("sg", g), SH=sh, SW=sw)
         if cg == 1:
-            args = (g, wt, gx, n, h, w, c, oh, ow, f, kh, kw, fg, *g.stride(), *geom)
 
             def grid(m):
                 return (triton.cdiv(n * h * w, m["BLOCK_P"]), triton.cdiv(c, m["BLOCK_C"]))
 
-            _launch(depthwise_grad_input_kernel, DEPTHWISE_CONFIGS, grid, args, {})
+            DEPTHWISE_GRAD_INPUT.launch(grid, MULT=fg, PH=pt, PW=pl, DH=dh, DW=dw, **args)
         else:
             taps = _tap_table(kh, kw, sh, sw, pt, pl, dh, dw, g.device)
-            args = (g, wt, taps, gx, n, h, w, c, oh, ow, f, kh, kw, cg, fg, *g.stride(), sh, sw)
             rows = n * triton.cdiv(h, sh) * triton.cdiv(w, sw)
 
             def grid(m):
@@ -613,9 +582,8 @@ def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
                     groups * sh * sw,
                 )
 
-            meta = dict(PRECISION=_precision(g.dtype))
-            _launch(conv_grad_input_kernel, GRAD_INPUT_CONFIGS, grid, args, meta)
-        count_launch("conv_grad_input")
+            precision = dot_precision(g.dtype)
+            CONV_GRAD_INPUT.launch(grid, taps_ptr=taps, CG=cg, FG=fg, PRECISION=precision, **args)
     return gx.squeeze(1) if nd == 1 else gx
 
 
@@ -641,8 +609,6 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
     fg = f // groups
     p = n * oh * ow
     rows = kh * kw * cg
-    geom = (sh, sw, pt, pl, dh, dw)
-    strides_xg = (*x.stride(), *g.stride())
     if cg == 1:
         tiles = triton.cdiv(f, 64) * kh * kw
     else:
@@ -650,22 +616,22 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
     splits = _num_splits(p, tiles, g.device)
     chunk = max(1, triton.cdiv(p, splits))
     splits = max(1, triton.cdiv(p, chunk))
-    split = (splits, chunk)
     if splits == 1:
         out = torch.empty(shape, dtype=g.dtype, device=g.device)
     else:
         out = torch.empty((splits, rows, f), dtype=torch.float32, device=g.device)
     _check("conv_grad_filter", out)
     if out.numel():
+        args = dict(x_ptr=x, g_ptr=g, out_ptr=out, **_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        args.update(_strides("sx", x), **_strides("sg", g))
+        args.update(SH=sh, SW=sw, PH=pt, PW=pl, DH=dh, DW=dw, SPLIT=splits, CHUNK=chunk)
         if cg == 1:
-            args = (x, g, out, n, h, w, c, oh, ow, f, kh, kw, fg, *strides_xg, *geom, *split)
 
             def grid(m):
                 return (triton.cdiv(f, m["BLOCK_C"]), kh * kw, splits)
 
-            _launch(depthwise_grad_filter_kernel, DEPTHWISE_CONFIGS, grid, args, {})
+            DEPTHWISE_GRAD_FILTER.launch(grid, MULT=fg, **args)
         else:
-            args = (x, g, out, n, h, w, c, oh, ow, f, kh, kw, cg, fg, *strides_xg, *geom, *split)
 
             def grid(m):
                 return (
@@ -674,30 +640,14 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
                     groups * splits,
                 )
 
-            meta = dict(PRECISION=_precision(g.dtype))
-            _launch(conv_grad_filter_kernel, GRAD_FILTER_CONFIGS, grid, args, meta)
-        count_launch("conv_grad_filter")
+            precision = dot_precision(g.dtype)
+            CONV_GRAD_FILTER.launch(grid, CG=cg, FG=fg, PRECISION=precision, **args)
     if splits > 1:
         out = out.sum(0).to(g.dtype).reshape(shape)
     return out.squeeze(0) if nd == 1 else out
 
 
-# ------------------------------------------------------------------------------ AOT + bench
-_PTR = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
-_GEOM = ["SH", "SW", "PH", "PW", "DH", "DW"]
-_SHAPES = ["N", "H", "W", "C", "OH", "OW", "F", "KH", "KW"]
-_XS = ["sxn", "sxh", "sxw", "sxc"]
-_GS = ["sgn", "sgh", "sgw", "sgc"]
-
-
-def _signature(ptrs, ints, constexprs, dtype):
-    # The tap table is int32 whatever the data type.
-    sig = {name: "*i32" if name == "taps_ptr" else _PTR[dtype] for name in ptrs}
-    sig.update({name: "i32" for name in ints})
-    sig.update({name: "constexpr" for name in constexprs})
-    return sig
-
-
+# ------------------------------------------------------------------------------ ahead of time
 def aot_specs() -> list:
     """Every kernel x config for the ahead-of-time compile report.
 
@@ -707,119 +657,23 @@ def aot_specs() -> list:
     are left unspecialised (no stride known to be 1 or divisible by 16): the worst case for
     registers.
     """
+    epilogue = dict(HAS_BIAS=True, ACTIVATION=activation_code("conv", "relu"))
     kernels = [
-        (
-            "conv_fwd",
-            conv_fwd_kernel,
-            CONFIGS,
-            ["x_ptr", "w_ptr", "b_ptr", "y_ptr"],
-            [*_SHAPES, "CG", "FG", *_XS, *_GEOM],
-            {"HAS_BIAS": True, "ACTIVATION": "relu"},
-        ),
-        (
-            "conv_grad_input",
-            conv_grad_input_kernel,
-            GRAD_INPUT_CONFIGS,
-            ["g_ptr", "w_ptr", "taps_ptr", "gx_ptr"],
-            [*_SHAPES, "CG", "FG", *_GS, "SH", "SW"],
-            {},
-        ),
-        (
-            "conv_grad_filter",
-            conv_grad_filter_kernel,
-            GRAD_FILTER_CONFIGS,
-            ["x_ptr", "g_ptr", "out_ptr"],
-            [*_SHAPES, "CG", "FG", *_XS, *_GS, *_GEOM, "SPLIT", "CHUNK"],
-            {},
-        ),
-        (
-            "depthwise_fwd",
-            depthwise_fwd_kernel,
-            DEPTHWISE_CONFIGS,
-            ["x_ptr", "w_ptr", "b_ptr", "y_ptr"],
-            [*_SHAPES, "MULT", *_XS, *_GEOM],
-            {"HAS_BIAS": True, "ACTIVATION": "relu6"},
-        ),
-        (
-            "depthwise_grad_input",
-            depthwise_grad_input_kernel,
-            DEPTHWISE_CONFIGS,
-            ["g_ptr", "w_ptr", "gx_ptr"],
-            [*_SHAPES, "MULT", *_GS, *_GEOM],
-            {},
-        ),
-        (
-            "depthwise_grad_filter",
-            depthwise_grad_filter_kernel,
-            DEPTHWISE_CONFIGS,
-            ["x_ptr", "g_ptr", "out_ptr"],
-            [*_SHAPES, "MULT", *_XS, *_GS, *_GEOM, "SPLIT", "CHUNK"],
-            {},
-        ),
+        ("conv_fwd", CONV_FWD, epilogue),
+        ("conv_grad_input", CONV_GRAD_INPUT, {}),
+        ("conv_grad_filter", CONV_GRAD_FILTER, {}),
+        ("depthwise_fwd", DEPTHWISE_FWD, dict(epilogue, ACTIVATION=activation_code("", "relu6"))),
+        ("depthwise_grad_input", DEPTHWISE_GRAD_INPUT, {}),
+        ("depthwise_grad_filter", DEPTHWISE_GRAD_FILTER, {}),
     ]
     specs = []
-    for name, fn, configs, ptrs, ints, extra in kernels:
-        for dtype in _DTYPES:
-            for cfg in configs if dtype == torch.float32 else configs[:1]:
-                consts = dict(extra, **cfg.kwargs)
-                if "BLOCK_K" in cfg.kwargs:  # the tl.dot kernels
+    for name, kernel, extra in kernels:
+        for dtype in FLOAT_DTYPES:
+            for cfg in kernel.configs if dtype == torch.float32 else kernel.configs[:1]:
+                consts = dict(extra)
+                if "PRECISION" in kernel.constexprs:  # the tl.dot kernels
                     consts["PRECISION"] = "tf32" if dtype == torch.float32 else "ieee"
-                sig = _signature(ptrs, ints, list(consts), dtype)
                 tiles = "x".join(str(v) for v in cfg.kwargs.values())
                 label = f"{name}_{str(dtype)[6:]}_{tiles}_w{cfg.num_warps}_s{cfg.num_stages}"
-                specs.append((label, fn, sig, consts, cfg.num_warps, cfg.num_stages))
+                specs.append(kernel.aot_spec(label, dtype, consts, cfg))
     return specs
-
-
-def bench(batch: int = 32, dtype: torch.dtype = torch.float16) -> list:
-    """Times forward, grad-input and grad-filter against torch (cuDNN) on CUDA; prints ratios.
-
-    Returns `(case, pass, triton_ms, torch_ms)` rows (empty without a GPU).
-
-    Example:
-        >>> rows = bench(batch=8)  # doctest: +SKIP
-    """
-    if not torch.cuda.is_available():
-        print("conv2d bench: needs a CUDA GPU")
-        return []
-    # keratron.ops.conv the module (the package attribute of that name is the conv function).
-    ref = importlib.import_module("keratron.ops.conv")
-
-    # (name, H, W, C, F, k, stride, groups): ResNet and MobileNet hot spots.
-    cases = [
-        ("stem 3x3/2 3->32", 224, 224, 3, 32, 3, 2, 1),
-        ("resnet 3x3 64->64", 56, 56, 64, 64, 3, 1, 1),
-        ("pointwise 1x1 128->128", 56, 56, 128, 128, 1, 1, 1),
-        ("depthwise 3x3 C=64", 112, 112, 64, 64, 3, 1, 64),
-        ("depthwise 3x3/2 C=128", 112, 112, 128, 128, 3, 2, 128),
-    ]
-    rows = []
-    for name, h, w, c, f, ks, s, groups in cases:
-        x = torch.randn(batch, h, w, c, device="cuda", dtype=dtype)
-        k = torch.randn(ks, ks, c // groups, f, device="cuda", dtype=dtype) * 0.1
-        b = torch.randn(f, device="cuda", dtype=dtype)
-        pads = tuple(ref.same_padding(n, ks, s) for n in (h, w))
-        params = dict(strides=(s, s), padding=pads, dilation=(1, 1), groups=groups)
-        y = ref._conv_impl(x, k, b, activation="relu", **params)
-        g = torch.randn_like(y)
-        in_shape = {"input_shape": tuple(x.shape)}
-        k_shape = {"kernel_shape": tuple(k.shape)}
-        passes = [
-            ("fwd", conv_route, ref._conv_impl, (x, k, b), {"activation": "relu"}),
-            ("dgrad", grad_input_route, ref._conv_grad_input_impl, (g, k), in_shape),
-            ("wgrad", grad_filter_route, ref._conv_grad_filter_impl, (x, g), k_shape),
-        ]
-        for pname, ours, theirs, args, extra in passes:
-            kwargs = dict(params, **extra)
-            t_ours = triton.testing.do_bench(functools.partial(ours, *args, **kwargs))
-            t_ref = triton.testing.do_bench(functools.partial(theirs, *args, **kwargs))
-            rows.append((name, pname, t_ours, t_ref))
-            print(
-                f"{name:28s} {pname:6s} triton {t_ours:8.3f} ms  torch {t_ref:8.3f} ms  "
-                f"speed-up {t_ref / t_ours:5.2f}x"
-            )
-    return rows
-
-
-if __name__ == "__main__":
-    bench()

@@ -24,61 +24,39 @@ launch latency; both are the price of a grid-wide barrier per step.
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
-from keratron.triton_kernels import count_launch, pin_configs
+from keratron.triton_kernels._common import (
+    FLOAT_DTYPES,
+    TRITON_TYPES,
+    Kernel,
+    activate,
+    activation_code,
+    dot_precision,
+    interpreted,
+)
 
-__all__ = ["forward_route", "backward_route", "aot_specs", "bench", "ALLOW_TF32"]
+__all__ = ["forward_route", "backward_route", "aot_specs"]
 
-# float32 `tl.dot` on NVIDIA GPUs may use TF32 tensor cores (10-bit mantissa inputs); tests
-# set this to False so float32 results match the fallback to IEEE precision.
-ALLOW_TF32 = True
-
-# Activation names -> codes for the constexpr ACT / RACT meta-parameters.
-_ACT_CODES = {"linear": 0, "tanh": 1, "sigmoid": 2, "relu": 3, "hard_sigmoid": 4}
-_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 _MAX_ELEMENTS = 2**31 - 1  # offsets are computed in int32
 
 
 # ----------------------------------------------------------------------------- activations
 @triton.jit
-def _activate(x, ACT: tl.constexpr):
-    # tanh is written out here, not as a jit helper of its own: under the interpreter every
-    # nested jit call costs a scope patch, paid per step and per gate.
-    if ACT == 1:
-        # exp of a non-positive argument only: no overflow for large |x|, and the quotient
-        # keeps full relative precision where tanh saturates.
-        e = tl.exp(-2.0 * tl.abs(x))
-        y = (1.0 - e) / (1.0 + e)
-        y = tl.where(x < 0, -y, y)
-    elif ACT == 2:
-        y = 1.0 / (1.0 + tl.exp(-x))
-    elif ACT == 3:
-        y = tl.maximum(x, 0.0)
-    elif ACT == 4:
-        # torch's hardsigmoid: clip(x / 6 + 1/2, 0, 1).
-        y = tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)
-    else:
-        y = x
-    return y
-
-
-@triton.jit
 def _activation_grad(y, ACT: tl.constexpr):
-    """The activation's derivative, written through its output `y` (what is saved)."""
-    if ACT == 1:
+    """The derivative of activation ACT (an `ACTIVATION_CODES` code), written through its
+    output `y` (what is saved)."""
+    if ACT == 6:  # tanh
         d = 1.0 - y * y
-    elif ACT == 2:
+    elif ACT == 5:  # sigmoid
         d = y * (1.0 - y)
-    elif ACT == 3:
+    elif ACT == 1:  # relu
         d = tl.where(y > 0.0, 1.0, 0.0)
-    elif ACT == 4:
+    elif ACT == 7:  # hard_sigmoid
         d = tl.where((y > 0.0) & (y < 1.0), 1.0 / 6.0, 0.0)
-    else:
+    else:  # linear
         d = tl.full(y.shape, 1.0, tl.float32)
     return d
 
@@ -161,17 +139,17 @@ def _lstm_fwd_step_kernel(
     z_f = acc_f + tl.load(x_ptrs + x_gate, mask=tile_ok, other=0.0).to(tl.float32)
     z_g = acc_g + tl.load(x_ptrs + 2 * x_gate, mask=tile_ok, other=0.0).to(tl.float32)
     z_o = acc_o + tl.load(x_ptrs + 3 * x_gate, mask=tile_ok, other=0.0).to(tl.float32)
-    gi = _activate(z_i, RACT)
-    gf = _activate(z_f, RACT)
-    gg = _activate(z_g, ACT)
-    go = _activate(z_o, RACT)
+    gi = activate(z_i, RACT)
+    gf = activate(z_f, RACT)
+    gg = activate(z_g, ACT)
+    go = activate(z_o, RACT)
 
     dtype = gates_ptr.dtype.element_ty
     state = rb[:, None] * U + rn[None, :]
     c_old = tl.load(c_in_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
     # Rounded to the storage dtype before use, as the fallback keeps its cells in it.
     c_new = (gf * c_old + gi * gg).to(dtype).to(tl.float32)
-    h_new = go * _activate(c_new, ACT)
+    h_new = go * activate(c_new, ACT)
 
     g_ptrs = gates_ptr + t * B * 4 * U + rb[:, None] * 4 * U + rn[None, :]
     tl.store(g_ptrs, gi.to(dtype), mask=tile_ok)
@@ -350,7 +328,7 @@ def _lstm_bwd_step_kernel(
         go = tl.load(g_ptrs + 3 * U, mask=tile_ok, other=0.0).to(tl.float32)
         c = tl.load(cells_ptr + t * B * U + state, mask=tile_ok, other=0.0).to(tl.float32)
         c_prev = tl.load(c_prev_ptr + t * B * U + state, mask=tile_ok, other=0.0).to(tl.float32)
-        act_c = _activate(c, ACT)
+        act_c = activate(c, ACT)
         dc_new = dc_in + dh_new * go * _activation_grad(act_c, ACT)
         dz_i = dc_new * _activation_grad(gi, RACT) * gg
         dz_f = dc_new * _activation_grad(gf, RACT) * c_prev
@@ -432,42 +410,19 @@ DKERNEL_CONFIGS = [
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32}, num_warps=8, num_stages=3),
 ]
 
-_fwd_step_tuned = triton.autotune(CONFIGS, key=["B", "U"])(_lstm_fwd_step_kernel)
-_bwd_step_tuned = triton.autotune(CONFIGS, key=["B", "U"])(_lstm_bwd_step_kernel)
-_carry_tuned = triton.autotune(CARRY_CONFIGS, key=["B", "U"])(_lstm_carry_kernel)
-_dkernel_tuned = triton.autotune(DKERNEL_CONFIGS, key=["U", "R"])(_lstm_dkernel_kernel)
+FWD_STEP = Kernel(_lstm_fwd_step_kernel, CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"})
+BWD_STEP = Kernel(_lstm_bwd_step_kernel, CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
+CARRY = Kernel(_lstm_carry_kernel, CARRY_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
+DKERNEL = Kernel(_lstm_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "lstm_grad")
 
 
 # -------------------------------------------------------------------------------- launchers
-def _launch(op, kernel, tuned, configs, grid, args, meta):
-    """Runs `kernel` with its first config when pinned, else the autotuned version."""
-    if pin_configs():
-        cfg = configs[0]
-        kernel[grid(cfg.kwargs)](
-            *args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages
-        )
-    else:
-        tuned[grid](*args, **meta)
-    count_launch(op)
-
-
-def _interpreted() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
-
-
-def _precision(dtype) -> str:
-    if dtype == torch.float32 and ALLOW_TF32 and not _interpreted():
-        return "tf32"
-    return "ieee"
-
-
 def _check(op, tensors, activation, recurrent_activation):
     """The cases the kernels handle; NotImplementedError (-> fallback) for the rest."""
     for name in (activation, recurrent_activation):
-        if name not in _ACT_CODES:
-            raise NotImplementedError(f"{op}: activation {name!r} has no Triton kernel")
+        activation_code(op, name)
     ref = tensors[0]
-    if ref.dtype not in _DTYPES:
+    if ref.dtype not in FLOAT_DTYPES:
         raise NotImplementedError(
             f"{op}: dtype {ref.dtype} (expected float32, float16 or bfloat16)"
         )
@@ -477,7 +432,8 @@ def _check(op, tensors, activation, recurrent_activation):
                 f"{op}: inputs must share one dtype and device; got {t.dtype} on {t.device} "
                 f"and {ref.dtype} on {ref.device}"
             )
-    if not (ref.is_cuda or _interpreted()):
+    # Meta tensors never launch for real: the ahead-of-time report records their launches.
+    if not (ref.is_cuda or ref.is_meta or interpreted()):
         raise NotImplementedError(f"{op}: CPU tensors need TRITON_INTERPRET=1")
     for t in tensors:
         if t.numel() > _MAX_ELEMENTS:
@@ -537,24 +493,24 @@ def forward_route(
     if steps == 0 or batch == 0 or units == 0:
         return all_h, h_buf[0], c_buf[0], gates, cells
     m, smb, smt = _mask_arg(mask, x_proj)
-    meta = dict(
-        HAS_MASK=mask is not None,
-        ZERO_OUTPUT=bool(zero_output_for_mask),
-        ACT=_ACT_CODES[activation],
-        RACT=_ACT_CODES[recurrent_activation],
-        PRECISION=_precision(x_proj.dtype),
-    )
+    args = dict(
+        x_ptr=x_proj, k_ptr=kernel, m_ptr=m, gates_ptr=gates, cells_ptr=cells, out_ptr=all_h,
+        B=batch, U=units, T=steps,
+        stride_xb=x_proj.stride(0), stride_xt=x_proj.stride(1), stride_xf=x_proj.stride(2),
+        stride_kr=kernel.stride(0), stride_kc=kernel.stride(1), stride_mb=smb, stride_mt=smt,
+        HAS_MASK=mask is not None, ZERO_OUTPUT=bool(zero_output_for_mask),
+        ACT=activation_code("lstm", activation),
+        RACT=activation_code("lstm", recurrent_activation),
+        PRECISION=dot_precision(x_proj.dtype),
+    )  # fmt: skip
     grid = _step_grid(batch, units)
     for t in range(steps):
         t_src = steps - 1 - t if reverse else t
         cur, nxt = t % 2, (t + 1) % 2
-        args = (
-            x_proj, kernel, m, h_buf[cur], c_buf[cur], h_buf[nxt], c_buf[nxt],
-            gates, cells, all_h, batch, units, steps, t, t_src,
-            x_proj.stride(0), x_proj.stride(1), x_proj.stride(2),
-            kernel.stride(0), kernel.stride(1), smb, smt,
+        FWD_STEP.launch(
+            grid, h_in_ptr=h_buf[cur], c_in_ptr=c_buf[cur], h_out_ptr=h_buf[nxt],
+            c_out_ptr=c_buf[nxt], t=t, t_src=t_src, **args,
         )  # fmt: skip
-        _launch("lstm", _lstm_fwd_step_kernel, _fwd_step_tuned, CONFIGS, grid, args, meta)
     last = steps % 2
     return all_h, h_buf[last], c_buf[last], gates, cells
 
@@ -602,76 +558,55 @@ def backward_route(
     if steps == 0 or batch == 0 or units == 0:
         return dx, skip[0], dc[0], kernel.new_zeros(kernel.shape)
     m, smb, smt = _mask_arg(mask, gates)
-    precision = _precision(gates.dtype)
+    precision = dot_precision(gates.dtype)
 
     h_prev = new((batch, steps, units))
     c_prev = new((steps, batch, units))
-    args = (h0.contiguous(), c0.contiguous(), m, all_h, cells, h_prev, c_prev, batch, units,
-            steps, smb, smt)  # fmt: skip
-    meta = dict(HAS_MASK=mask is not None, REVERSE=bool(reverse))
     grid = _step_grid(batch, units)
-    _launch("lstm_grad", _lstm_carry_kernel, _carry_tuned, CARRY_CONFIGS, grid, args, meta)
+    CARRY.launch(
+        grid, h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), m_ptr=m, out_ptr=all_h,
+        cells_ptr=cells, h_prev_ptr=h_prev, c_prev_ptr=c_prev, B=batch, U=units, T=steps,
+        stride_mb=smb, stride_mt=smt, HAS_MASK=mask is not None, REVERSE=bool(reverse),
+    )  # fmt: skip
 
     dh0 = new((batch, units))
-    meta = dict(
-        HAS_MASK=mask is not None,
-        ZERO_OUTPUT=bool(zero_output_for_mask),
-        ACT=_ACT_CODES[activation],
-        RACT=_ACT_CODES[recurrent_activation],
+    args = dict(
+        k_ptr=kernel, m_ptr=m, gy_ptr=g_all, gates_ptr=gates, cells_ptr=cells,
+        c_prev_ptr=c_prev, dx_ptr=dx, dh0_ptr=dh0, B=batch, U=units, T=steps,
+        stride_kr=kernel.stride(0), stride_kc=kernel.stride(1), stride_mb=smb, stride_mt=smt,
+        stride_gb=g_all.stride(0), stride_gt=g_all.stride(1), stride_gf=g_all.stride(2),
+        HAS_MASK=mask is not None, ZERO_OUTPUT=bool(zero_output_for_mask),
+        ACT=activation_code("lstm_grad", activation),
+        RACT=activation_code("lstm_grad", recurrent_activation),
         PRECISION=precision,
-    )
+    )  # fmt: skip
     src = (lambda t: steps - 1 - t) if reverse else (lambda t: t)
     # Steps T-1 .. 0, then a FINAL launch for dh0 = skip + dz[0] @ U^T.
     for t in range(steps - 1, -2, -1):
         cur, nxt = (steps - 1 - t) % 2, (steps - t) % 2
         has_next = t + 1 < steps
-        args = (
-            kernel, m, g_all, gates, cells, c_prev, dx,
-            skip[cur], dc[cur], dprev[cur], skip[nxt], dc[nxt], dprev[nxt], dh0,
-            batch, units, steps, max(t, 0), src(max(t, 0)), src(t + 1) if has_next else 0,
-            width if has_next else 0, kernel.stride(0), kernel.stride(1), smb, smt,
-            g_all.stride(0), g_all.stride(1), g_all.stride(2),
+        BWD_STEP.launch(
+            grid,
+            skip_in_ptr=skip[cur], dc_in_ptr=dc[cur], dprev_in_ptr=dprev[cur],
+            skip_out_ptr=skip[nxt], dc_out_ptr=dc[nxt], dprev_out_ptr=dprev[nxt],
+            t=max(t, 0), t_src=src(max(t, 0)), t_next_src=src(t + 1) if has_next else 0,
+            K_END=width if has_next else 0, FINAL=t < 0, **args,
         )  # fmt: skip
-        step_meta = dict(meta, FINAL=t < 0)
-        _launch("lstm_grad", _lstm_bwd_step_kernel, _bwd_step_tuned, CONFIGS, grid, args, step_meta)
     dc0 = dc[steps % 2]  # written by step 0
 
     dkernel = kernel.new_empty((units, width))
-    rows = batch * steps
-    args = (h_prev, dx, dkernel, units, width, rows)
-    grid = lambda meta: (  # noqa: E731
-        triton.cdiv(units, meta["BLOCK_M"]),
-        triton.cdiv(width, meta["BLOCK_N"]),
-    )
-    _launch(
-        "lstm_grad",
-        _lstm_dkernel_kernel,
-        _dkernel_tuned,
-        DKERNEL_CONFIGS,
-        grid,
-        args,
-        dict(PRECISION=precision),
-    )
+
+    def grid(meta):
+        return (triton.cdiv(units, meta["BLOCK_M"]), triton.cdiv(width, meta["BLOCK_N"]))
+
+    DKERNEL.launch(
+        grid, h_prev_ptr=h_prev, dz_ptr=dx, dk_ptr=dkernel, U=units, N=width, R=batch * steps,
+        PRECISION=precision,
+    )  # fmt: skip
     return dx, dh0, dc0, dkernel
 
 
 # ------------------------------------------------------------------------ ahead of time
-def _signature(fn, dtype_name, const):
-    """ASTSource signature: pointers of `dtype_name` (the mask as bytes), int32 scalars, and
-    the constexprs named in `const`."""
-    sig = {}
-    for name in fn.arg_names:
-        if name in const:
-            sig[name] = "constexpr"
-        elif name == "m_ptr":
-            sig[name] = "*u8"
-        elif name.endswith("_ptr"):
-            sig[name] = "*" + dtype_name
-        else:
-            sig[name] = "i32"
-    return sig
-
-
 def aot_specs():
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config of every kernel here, in the representative case (masked, tanh / sigmoid, fp32
@@ -680,97 +615,25 @@ def aot_specs():
     Example:
         >>> name, fn, signature, constexprs, num_warps, num_stages = aot_specs()[0]
     """
-    acts = dict(ACT=_ACT_CODES["tanh"], RACT=_ACT_CODES["sigmoid"])
-    specs = []
-
-    def add(name, fn, dtype_name, cfg, **const):
-        const = dict(const, **cfg.kwargs)
-        sig = _signature(fn, dtype_name, const)
-        specs.append((name, fn, sig, const, cfg.num_warps, cfg.num_stages))
-
+    acts = dict(ACT=activation_code("lstm", "tanh"), RACT=activation_code("lstm", "sigmoid"))
     step = dict(HAS_MASK=True, ZERO_OUTPUT=False, **acts)
+    specs = []
     for i, cfg in enumerate(CONFIGS):
-        add(f"lstm_fwd_step_fp32_{i}", _lstm_fwd_step_kernel, "fp32", cfg, PRECISION="tf32",
-            **step)  # fmt: skip
+        f32 = dict(step, PRECISION="tf32")
+        specs.append(FWD_STEP.aot_spec(f"lstm_fwd_step_fp32_{i}", torch.float32, f32, cfg))
         for final in (False, True):
             kind = "final" if final else "step"
-            add(f"lstm_bwd_{kind}_fp32_{i}", _lstm_bwd_step_kernel, "fp32", cfg,
-                PRECISION="tf32", FINAL=final, **step)  # fmt: skip
-    for dt in ("fp16", "bf16"):
-        add(f"lstm_fwd_step_{dt}_0", _lstm_fwd_step_kernel, dt, CONFIGS[0], PRECISION="ieee",
-            **step)  # fmt: skip
-        add(f"lstm_bwd_step_{dt}_0", _lstm_bwd_step_kernel, dt, CONFIGS[0], PRECISION="ieee",
-            FINAL=False, **step)  # fmt: skip
+            consts = dict(f32, FINAL=final)
+            specs.append(BWD_STEP.aot_spec(f"lstm_bwd_{kind}_fp32_{i}", torch.float32, consts, cfg))
+    for dtype in (torch.float16, torch.bfloat16):
+        dt, half = TRITON_TYPES[dtype], dict(step, PRECISION="ieee")
+        specs.append(FWD_STEP.aot_spec(f"lstm_fwd_step_{dt}_0", dtype, half, CONFIGS[0]))
+        consts = dict(half, FINAL=False)
+        specs.append(BWD_STEP.aot_spec(f"lstm_bwd_step_{dt}_0", dtype, consts, CONFIGS[0]))
     for i, cfg in enumerate(CARRY_CONFIGS):
-        add(f"lstm_carry_fp32_{i}", _lstm_carry_kernel, "fp32", cfg, HAS_MASK=True, REVERSE=True)
+        consts = dict(HAS_MASK=True, REVERSE=True)
+        specs.append(CARRY.aot_spec(f"lstm_carry_fp32_{i}", torch.float32, consts, cfg))
     for i, cfg in enumerate(DKERNEL_CONFIGS):
-        add(f"lstm_dkernel_fp32_{i}", _lstm_dkernel_kernel, "fp32", cfg, PRECISION="tf32")
+        consts = dict(PRECISION="tf32")
+        specs.append(DKERNEL.aot_spec(f"lstm_dkernel_fp32_{i}", torch.float32, consts, cfg))
     return specs
-
-
-# ---------------------------------------------------------------------------------- bench
-def _time_route(do_bench, fwd, bwd, inputs, cotangents, params):
-    def forward():
-        return fwd(*inputs, None, **params)
-
-    def forward_backward():
-        all_h, _, _, gates, cells = forward()
-        return bwd(*cotangents, *inputs[1:], None, all_h, gates, cells, **params)
-
-    return do_bench(forward), do_bench(forward_backward)
-
-
-def bench(shapes=((64, 100, 256), (32, 50, 512), (128, 20, 128)), dtype=torch.float32):
-    """Times forward and forward+backward against the torch fallback on CUDA.
-
-    Args:
-        shapes: (batch, time, units) triples.
-        dtype: float32, float16 or bfloat16.
-
-    Returns:
-        A list of dicts: the shape and the milliseconds of each variant.
-
-    Raises:
-        RuntimeError: without a CUDA device.
-
-    Example:
-        >>> from keratron.triton_kernels import lstm
-        >>> rows = lstm.bench(shapes=((32, 20, 128),))  # needs a CUDA device
-    """
-    if not torch.cuda.is_available():
-        raise RuntimeError("lstm.bench: a CUDA device is needed")
-    from triton.testing import do_bench
-
-    from keratron.ops.rnn import _lstm_grad_impl, _lstm_impl
-
-    params = dict(reverse=False, activation="tanh", recurrent_activation="sigmoid",
-                  zero_output_for_mask=False)  # fmt: skip
-    gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def rand(*shape):
-        return torch.randn(*shape, device="cuda", dtype=dtype, generator=gen) * 0.3
-
-    rows = []
-    for batch, steps, units in shapes:
-        inputs = (rand(batch, steps, 4 * units), rand(batch, units), rand(batch, units),
-                  rand(units, 4 * units))  # fmt: skip
-        cotangents = (rand(batch, steps, units), rand(batch, units), rand(batch, units))
-        row = {"batch": batch, "time": steps, "units": units}
-        for name, fwd, bwd in (
-            ("triton", forward_route, backward_route),
-            ("torch", _lstm_impl, _lstm_grad_impl),
-        ):
-            row[f"{name}_fwd_ms"], row[f"{name}_fwd_bwd_ms"] = _time_route(
-                do_bench, fwd, bwd, inputs, cotangents, params
-            )
-        print(
-            f"B={batch} T={steps} U={units}: forward {row['triton_fwd_ms']:.3f} ms "
-            f"(torch {row['torch_fwd_ms']:.3f}), forward+backward {row['triton_fwd_bwd_ms']:.3f} "
-            f"ms (torch {row['torch_fwd_bwd_ms']:.3f})"
-        )
-        rows.append(row)
-    return rows
-
-
-if __name__ == "__main__":
-    bench()

@@ -11,59 +11,29 @@ through their strides, so the transposed views that the matmul VJP passes in are
 Accumulation is in float32; the epilogue adds the bias, applies the activation and casts to
 the output dtype before the only store.
 
-float32 products use TF32 tensor cores on CUDA unless `FP32_PRECISION` is set to "ieee"
-(tests do; under the interpreter it is always IEEE).
+float32 products multiply at `keratron.config.float32_matmul_precision()` (IEEE or TF32).
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import triton
 import triton.language as tl
 
-from keratron.triton_kernels import count_launch, pin_configs
+from keratron.triton_kernels._common import (
+    FLOAT_DTYPES,
+    TRITON_TYPES,
+    Kernel,
+    activate,
+    activation_code,
+    dot_precision,
+)
 
-__all__ = ["matmul_route", "CONFIGS", "FP32_PRECISION", "aot_specs", "bench"]
+__all__ = ["matmul_route", "CONFIGS", "KERNEL", "aot_specs"]
 
-# "tf32" (fast, ~1e-3 relative error) or "ieee" (exact float32 products) for float32 inputs.
-FP32_PRECISION = "tf32"
-
-ACTIVATIONS = (None, "relu", "relu6", "gelu", "gelu_tanh", "sigmoid", "tanh")
-_ACT_CODE = {a: i for i, a in enumerate(ACTIVATIONS)}
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_BATCH_GRID = 65535  # CUDA's limit on grid axis 1
-
-
-@triton.jit
-def _tanh(z):
-    # tanh from one exp of a non-positive argument: no overflow, and accurate near 0 to the
-    # float32 absolute error the epilogue needs.
-    e = tl.exp(-2.0 * tl.abs(z))
-    t = (1.0 - e) / (1.0 + e)
-    return tl.where(z < 0, -t, t)
-
-
-@triton.jit
-def _epilogue(acc, ACTIVATION: tl.constexpr):
-    # ACTIVATION indexes ACTIVATIONS: 0 none, 1 relu, 2 relu6, 3 gelu, 4 gelu_tanh, 5 sigmoid,
-    # 6 tanh.
-    if ACTIVATION == 1:
-        acc = tl.maximum(acc, 0.0)
-    elif ACTIVATION == 2:
-        acc = tl.minimum(tl.maximum(acc, 0.0), 6.0)
-    elif ACTIVATION == 3:
-        acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
-    elif ACTIVATION == 4:
-        inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
-        acc = 0.5 * acc * (1.0 + _tanh(inner))
-    elif ACTIVATION == 5:
-        acc = 1.0 / (1.0 + tl.exp(-acc))
-    elif ACTIVATION == 6:
-        acc = _tanh(acc)
-    return acc
 
 
 @triton.jit
@@ -116,7 +86,7 @@ def _matmul_kernel(
     if HAS_BIAS:
         bias = tl.load(b_ptr + cols * stride_b).to(tl.float32)
         acc += bias[None, :]
-    acc = _epilogue(acc, ACTIVATION)
+    acc = activate(acc, ACTIVATION)
 
     y_ptrs = y_ptr + batch * stride_yb + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -139,20 +109,9 @@ CONFIGS = [
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, 4, 4),
 ]
 
-_matmul_autotuned = triton.autotune(
-    configs=CONFIGS,
-    key=["M", "N", "K", "HAS_BIAS", "ACTIVATION", "PRECISION"],
-)(_matmul_kernel)
-
-
-def _precision(dtype: torch.dtype) -> str:
-    if dtype is not torch.float32 or os.environ.get("TRITON_INTERPRET") == "1":
-        return "ieee"
-    if FP32_PRECISION not in ("tf32", "ieee"):
-        raise ValueError(
-            f"matmul kernel: FP32_PRECISION must be 'tf32' or 'ieee'. Received: {FP32_PRECISION!r}"
-        )
-    return FP32_PRECISION
+KERNEL = Kernel(
+    _matmul_kernel, CONFIGS, key=["M", "N", "K", "HAS_BIAS", "ACTIVATION", "PRECISION"], op="matmul"
+)
 
 
 def _span(t) -> int:
@@ -167,35 +126,27 @@ def _launch(x3, w3, b, y3, activation) -> None:
         raise NotImplementedError("a matrix spans 2**31 elements or more")
     batch, m, k = x3.shape
     n = w3.shape[2]
-    args = (
-        x3, w3, b if b is not None else y3, y3,
-        m, n, k,
-        x3.stride(0), x3.stride(1), x3.stride(2),
-        w3.stride(0), w3.stride(1), w3.stride(2),
-        b.stride(0) if b is not None else 0,
-        y3.stride(0), y3.stride(1), y3.stride(2),
-    )  # fmt: skip
-    meta = dict(
-        HAS_BIAS=b is not None, ACTIVATION=_ACT_CODE[activation], PRECISION=_precision(x3.dtype)
-    )
 
     def grid(cfg):
         return (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]), batch)
 
-    if pin_configs():
-        cfg = CONFIGS[0]
-        _matmul_kernel[grid(cfg.kwargs)](
-            *args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages
-        )
-    else:
-        _matmul_autotuned[grid](*args, **meta)
-    count_launch("matmul")
+    KERNEL.launch(
+        grid,
+        x_ptr=x3, w_ptr=w3, b_ptr=b if b is not None else y3, y_ptr=y3,
+        M=m, N=n, K=k,
+        stride_xb=x3.stride(0), stride_xm=x3.stride(1), stride_xk=x3.stride(2),
+        stride_wb=w3.stride(0), stride_wk=w3.stride(1), stride_wn=w3.stride(2),
+        stride_b=b.stride(0) if b is not None else 0,
+        stride_yb=y3.stride(0), stride_ym=y3.stride(1), stride_yn=y3.stride(2),
+        HAS_BIAS=b is not None,
+        ACTIVATION=activation_code("matmul", activation),
+        PRECISION=dot_precision(x3.dtype),
+    )  # fmt: skip
 
 
 def _check(x, w, b, activation) -> None:
-    if activation not in _ACT_CODE:
-        raise NotImplementedError(f"activation {activation!r} has no kernel epilogue")
-    if x.dtype not in _DTYPES or w.dtype != x.dtype:
+    activation_code("matmul", activation)
+    if x.dtype not in FLOAT_DTYPES or w.dtype != x.dtype:
         raise NotImplementedError(
             f"dtypes x={x.dtype}, w={w.dtype}: the kernel takes two float32, float16 or "
             "bfloat16 operands of one dtype"
@@ -248,57 +199,19 @@ def matmul_route(x, w, b, activation):
     return y
 
 
-# ------------------------------------------------------------------------------ AOT, bench
-_TT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
+# ------------------------------------------------------------------------------ ahead of time
 def aot_specs(dtypes=(torch.float32, torch.float16)) -> list:
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config, for a Dense-like product (bias + relu) in each dtype of `dtypes`; strides are
-    32-bit integers as the launcher passes them for tensors of fewer than 2**31 elements."""
+    32-bit integers as the launcher passes them for tensors of fewer than 2**31 elements, and
+    unit strides constants, as the JIT specialises them for row-major operands."""
     specs = []
     for dtype in dtypes:
-        ptr = "*" + _TT[dtype]
-        precision = "tf32" if dtype is torch.float32 else "ieee"
+        consts = dict(stride_xk=1, stride_wn=1, stride_b=1, stride_yn=1, HAS_BIAS=True)
+        consts.update(ACTIVATION=activation_code("matmul", "relu"))
+        consts.update(PRECISION="tf32" if dtype is torch.float32 else "ieee")
         for i, cfg in enumerate(CONFIGS):
-            sig = {
-                "x_ptr": ptr, "w_ptr": ptr, "b_ptr": ptr, "y_ptr": ptr,
-                "M": "i32", "N": "i32", "K": "i32",
-                "stride_xb": "i32", "stride_xm": "i32", "stride_xk": "i32",
-                "stride_wb": "i32", "stride_wk": "i32", "stride_wn": "i32",
-                "stride_b": "i32",
-                "stride_yb": "i32", "stride_ym": "i32", "stride_yn": "i32",
-            }  # fmt: skip
-            # As the JIT specialises them for row-major operands: unit strides are constants.
-            constexprs = dict(stride_xk=1, stride_wn=1, stride_b=1, stride_yn=1)
-            constexprs.update(
-                HAS_BIAS=True, ACTIVATION=_ACT_CODE["relu"], PRECISION=precision, **cfg.kwargs
+            specs.append(
+                KERNEL.aot_spec(f"matmul_{TRITON_TYPES[dtype]}_cfg{i}", dtype, consts, cfg)
             )
-            for name in constexprs:
-                sig[name] = "constexpr"
-            name = f"matmul_{_TT[dtype]}_cfg{i}"
-            specs.append((name, _matmul_kernel, sig, constexprs, cfg.num_warps, cfg.num_stages))
     return specs
-
-
-def bench(shapes=((128, 784, 512), (12544, 32, 64), (1024, 1024, 1024)), dtype=torch.float16):
-    """Prints TFLOP/s of the kernel (bias + relu epilogue) and of torch for (M, K, N) shapes."""
-    if not torch.cuda.is_available():
-        raise SystemExit("matmul bench: CUDA is not available.")
-    from triton.testing import do_bench
-
-    for m, k, n in shapes:
-        x = torch.randn(m, k, device="cuda", dtype=dtype)
-        w = torch.randn(k, n, device="cuda", dtype=dtype)
-        b = torch.randn(n, device="cuda", dtype=dtype)
-        ms = do_bench(lambda x=x, w=w, b=b: matmul_route(x, w, b, "relu"))
-        ms_t = do_bench(lambda x=x, w=w, b=b: torch.relu(torch.addmm(b, x, w)))
-        flops = 2.0 * m * n * k
-        print(
-            f"matmul {m}x{k} @ {k}x{n}: triton {flops / ms * 1e-9:.1f} TFLOP/s, "
-            f"torch {flops / ms_t * 1e-9:.1f} TFLOP/s, ratio {ms_t / ms:.2f}"
-        )
-
-
-if __name__ == "__main__":
-    bench()

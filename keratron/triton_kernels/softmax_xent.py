@@ -25,11 +25,10 @@ import torch
 import triton
 import triton.language as tl
 
-from keratron.triton_kernels import count_launch, pin_configs
+from keratron.triton_kernels._common import FLOAT_DTYPES, TRITON_TYPES, Kernel
 
-__all__ = ["forward_route", "backward_route", "CONFIGS", "BLOCK_MAX", "aot_specs", "bench"]
+__all__ = ["forward_route", "backward_route", "CONFIGS", "BLOCK_MAX", "aot_specs"]
 
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 # Widest row handled in one pass, and the chunk width of longer rows (a power of two).
 BLOCK_MAX = 4096
@@ -137,18 +136,10 @@ CONFIGS = [
     triton.Config({}, num_warps=16, num_stages=2),
 ]
 
-_fwd_autotuned = triton.autotune(configs=CONFIGS, key=["C", "SPARSE", "BLOCK", "ONE_PASS"])(
-    _xent_fwd_kernel
+FORWARD = Kernel(
+    _xent_fwd_kernel, CONFIGS, ["C", "SPARSE", "BLOCK", "ONE_PASS"], "softmax_cross_entropy"
 )
-_bwd_autotuned = triton.autotune(configs=CONFIGS, key=["C", "SPARSE", "BLOCK"])(_xent_bwd_kernel)
-
-
-def _run(jit_fn, autotuned, rows, args, meta) -> None:
-    if pin_configs():
-        cfg = CONFIGS[0]
-        jit_fn[(rows,)](*args, **meta, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    else:
-        autotuned[(rows,)](*args, **meta)
+BACKWARD = Kernel(_xent_bwd_kernel, CONFIGS, ["C", "SPARSE", "BLOCK"], "softmax_cross_entropy_grad")
 
 
 def _block(c: int) -> int:
@@ -181,7 +172,7 @@ def forward_route(logits, labels, sparse):
     Raises NotImplementedError for dtypes or shapes it does not take (the dispatcher then falls
     back to torch).
     """
-    if logits.dtype not in _DTYPES:
+    if logits.dtype not in FLOAT_DTYPES:
         raise NotImplementedError(f"logits of dtype {logits.dtype}")
     if logits.dim() < 1 or logits.shape[-1] == 0:
         raise NotImplementedError(f"logits of shape {tuple(logits.shape)}")
@@ -197,23 +188,22 @@ def forward_route(logits, labels, sparse):
     x2 = _rows(logits, rows, c)
     t2 = _rows(labels, rows, None if sparse else c)
     block = _block(c)
-    args = (
-        x2, t2, loss, probs,
-        c,
-        x2.stride(0), x2.stride(1),
-        t2.stride(0), 0 if sparse else t2.stride(1),
-        c,
+    FORWARD.launch(
+        lambda meta: (rows,),
+        logits_ptr=x2, labels_ptr=t2, loss_ptr=loss, probs_ptr=probs,
+        C=c,
+        stride_lr=x2.stride(0), stride_lc=x2.stride(1),
+        stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
+        stride_pr=c,
+        SPARSE=bool(sparse), BLOCK=block, ONE_PASS=c <= block,
     )  # fmt: skip
-    meta = dict(SPARSE=bool(sparse), BLOCK=block, ONE_PASS=c <= block)
-    _run(_xent_fwd_kernel, _fwd_autotuned, rows, args, meta)
-    count_launch("softmax_cross_entropy")
     return loss, probs
 
 
 def backward_route(g, probs, labels, sparse):
     """`g[..., None] * (probs - target)` of the "softmax_cross_entropy_grad" primitive, on
     Triton (target: the one-hot rows of sparse labels, or the dense labels)."""
-    if probs.dtype not in _DTYPES or g.dtype not in _DTYPES:
+    if probs.dtype not in FLOAT_DTYPES or g.dtype not in FLOAT_DTYPES:
         raise NotImplementedError(f"g of dtype {g.dtype} with probs of dtype {probs.dtype}")
     if probs.dim() < 1 or tuple(g.shape) != tuple(probs.shape[:-1]):
         raise NotImplementedError(
@@ -231,101 +221,46 @@ def backward_route(g, probs, labels, sparse):
     g1 = _rows(g, rows, None)
     p2 = _rows(probs, rows, c)
     t2 = _rows(labels, rows, None if sparse else c)
-    args = (
-        g1, p2, t2, out,
-        c,
-        g1.stride(0),
-        p2.stride(0), p2.stride(1),
-        t2.stride(0), 0 if sparse else t2.stride(1),
-        c,
+    BACKWARD.launch(
+        lambda meta: (rows,),
+        g_ptr=g1, probs_ptr=p2, labels_ptr=t2, out_ptr=out,
+        C=c,
+        stride_gr=g1.stride(0),
+        stride_pr=p2.stride(0), stride_pc=p2.stride(1),
+        stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
+        stride_or=c,
+        SPARSE=bool(sparse), BLOCK=_block(c),
     )  # fmt: skip
-    meta = dict(SPARSE=bool(sparse), BLOCK=_block(c))
-    _run(_xent_bwd_kernel, _bwd_autotuned, rows, args, meta)
-    count_launch("softmax_cross_entropy_grad")
     return out
 
 
-# ------------------------------------------------------------------------------ AOT, bench
-_TT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
+# ------------------------------------------------------------------------------ ahead of time
 def aot_specs(dtypes=(torch.float32, torch.float16)) -> list:
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config: forward and backward, sparse (int64 ids) and dense labels, at 1,000 classes (one
     pass) and 50,000 classes (chunked), unit class strides as the JIT specialises them."""
     specs = []
     for dtype in dtypes:
-        f = "*" + _TT[dtype]
+        tt = TRITON_TYPES[dtype]
         for sparse in (True, False):
-            lab = "*i64" if sparse else f
             kind = "sparse" if sparse else "dense"
+            # Sparse labels are int64 ids, one per row: their row stride is the unit one.
+            labels = {"labels_ptr": "i64" if sparse else tt}
+            unit = "stride_tr" if sparse else "stride_tc"
             for c in (1000, 50000):
                 block = _block(c)
+                fwd = dict(stride_lc=1, SPARSE=sparse, BLOCK=block, ONE_PASS=c <= block)
+                if not sparse:
+                    fwd["stride_tc"] = 1
+                bwd = {"stride_gr": 1, "stride_pc": 1, unit: 1, "SPARSE": sparse, "BLOCK": block}
                 for i, cfg in enumerate(CONFIGS):
-                    sig = {
-                        "logits_ptr": f, "labels_ptr": lab, "loss_ptr": f, "probs_ptr": f,
-                        "C": "i32", "stride_lr": "i32", "stride_lc": "constexpr",
-                        "stride_tr": "i32", "stride_tc": "constexpr" if not sparse else "i32",
-                        "stride_pr": "i32",
-                        "SPARSE": "constexpr", "BLOCK": "constexpr", "ONE_PASS": "constexpr",
-                    }  # fmt: skip
-                    consts = dict(stride_lc=1, SPARSE=sparse, BLOCK=block, ONE_PASS=c <= block)
-                    if not sparse:
-                        consts["stride_tc"] = 1
-                    name = f"xent_fwd_{kind}_{_TT[dtype]}_c{c}_cfg{i}"
-                    specs.append(
-                        (name, _xent_fwd_kernel, sig, consts, cfg.num_warps, cfg.num_stages)
-                    )
-                    sig = {
-                        "g_ptr": f, "probs_ptr": f, "labels_ptr": lab, "out_ptr": f,
-                        "C": "i32", "stride_gr": "constexpr",
-                        "stride_pr": "i32", "stride_pc": "constexpr",
-                        "stride_tr": "i32" if not sparse else "constexpr",
-                        "stride_tc": "constexpr" if not sparse else "i32",
-                        "stride_or": "i32",
-                        "SPARSE": "constexpr", "BLOCK": "constexpr",
-                    }  # fmt: skip
-                    consts = dict(stride_gr=1, stride_pc=1, SPARSE=sparse, BLOCK=block)
-                    consts["stride_tc" if not sparse else "stride_tr"] = 1
-                    name = f"xent_bwd_{kind}_{_TT[dtype]}_c{c}_cfg{i}"
-                    specs.append(
-                        (name, _xent_bwd_kernel, sig, consts, cfg.num_warps, cfg.num_stages)
-                    )
+                    for kernel, consts, name in (
+                        (FORWARD, fwd, f"xent_fwd_{kind}_{tt}_c{c}_cfg{i}"),
+                        (BACKWARD, bwd, f"xent_bwd_{kind}_{tt}_c{c}_cfg{i}"),
+                    ):
+                        label, fn, sig, consts, warps, stages = kernel.aot_spec(
+                            name, dtype, consts, cfg
+                        )
+                        sig.update((k, "*" + v) for k, v in labels.items())
+                        specs.append((label, fn, sig, consts, warps, stages))
     return specs
-
-
-def bench(shapes=((128, 10), (256, 1000), (64, 50000), (4096, 32000)), dtype=torch.float32):
-    """Prints GB/s of the forward and backward kernels and of torch (sparse labels)."""
-    if not torch.cuda.is_available():
-        raise SystemExit("softmax_xent bench: CUDA is not available.")
-    from triton.testing import do_bench
-
-    for rows, c in shapes:
-        x = torch.randn(rows, c, device="cuda", dtype=dtype)
-        y = torch.randint(0, c, (rows,), device="cuda")
-        g = torch.ones(rows, device="cuda", dtype=dtype)
-        probs = torch.softmax(x, -1)
-        # Forward reads the logits twice when chunked; count the minimum (one read, one write).
-        nbytes = 2 * x.numel() * x.element_size()
-        ms = do_bench(lambda x=x, y=y: forward_route(x, y, True))
-        ms_t = do_bench(
-            lambda x=x, y=y: (
-                torch.nn.functional.cross_entropy(x, y, reduction="none"),
-                x.softmax(-1),
-            )
-        )
-        msb = do_bench(lambda g=g, p=probs, y=y: backward_route(g, p, y, True))
-        msb_t = do_bench(
-            lambda g=g, p=probs, y=y, c=c: (
-                g[:, None] * (p - torch.nn.functional.one_hot(y, c).to(p.dtype))
-            )
-        )
-        print(
-            f"softmax-xent {rows}x{c}: fwd {nbytes / ms * 1e-6:.0f} GB/s (torch "
-            f"{nbytes / ms_t * 1e-6:.0f}, ratio {ms_t / ms:.2f}); bwd {nbytes / msb * 1e-6:.0f} "
-            f"GB/s (torch {nbytes / msb_t * 1e-6:.0f}, ratio {msb_t / msb:.2f})"
-        )
-
-
-if __name__ == "__main__":
-    bench()

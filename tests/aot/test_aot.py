@@ -11,7 +11,8 @@ from collections import Counter
 import pytest
 import torch
 
-from keratron.triton_kernels import ROUTES, aot
+from keratron.triton_kernels import ROUTES
+from tools import kernels_aot as aot
 
 TARGETS = ("sm_90", "sm_80")
 
@@ -144,49 +145,10 @@ def test_specialise_follows_the_jit():
         aot.specialise(fn, args[:5], {})
 
 
-def _meta(*shape, dtype=torch.float32):
-    return torch.empty(*shape, dtype=dtype, device="meta")
-
-
-def _run_routes(case):
-    """Calls the routes the benchmark calls for one case, on meta tensors."""
-    from keratron.triton_kernels import conv2d, lstm, matmul, softmax_xent
-
-    by_label = {c[0]: c for c in aot.MATMUL_CASES + aot.CONV_CASES + aot.LSTM_CASES}
-    if case.startswith("softmax-xent"):
-        rows, c = (int(v) for v in case.split()[1].split("x"))
-        labels = _meta(rows, dtype=torch.int64)
-        softmax_xent.forward_route(_meta(rows, c), labels, True)
-        softmax_xent.backward_route(_meta(rows), _meta(rows, c), labels, True)
-    elif case in {c[0] for c in aot.MATMUL_CASES}:
-        _, m, k, n, bias, act = by_label[case]
-        matmul.matmul_route(_meta(m, k), _meta(k, n), _meta(n) if bias else None, act)
-    elif case in {c[0] for c in aot.CONV_CASES}:
-        _, n, h, w, c, kh, kw, f, s, groups, act = by_label[case]
-        pads = []
-        for size, ks in ((h, kh), (w, kw)):
-            total = max((-(-size // s) - 1) * s + ks - size, 0)
-            pads.append((total // 2, total - total // 2))
-        pads = tuple(pads)
-        geom = dict(strides=(s, s), padding=pads, dilation=(1, 1), groups=groups)
-        x, k = _meta(n, h, w, c), _meta(kh, kw, c // groups, f)
-        g = conv2d.conv_route(x, k, _meta(f), activation=act, **geom)
-        conv2d.grad_input_route(g, k, input_shape=tuple(x.shape), **geom)
-        conv2d.grad_filter_route(x, g, kernel_shape=tuple(k.shape), **geom)
-    else:
-        _, b, t, u = by_label[case]
-        params = dict(reverse=False, activation="tanh", recurrent_activation="sigmoid",
-                      zero_output_for_mask=False)  # fmt: skip
-        x, h0, c0, kernel = _meta(b, t, 4 * u), _meta(b, u), _meta(b, u), _meta(u, 4 * u)
-        all_h, _, _, gates, cells = lstm.forward_route(x, h0, c0, kernel, None, **params)
-        lstm.backward_route(_meta(b, t, u), h0, c0, h0, c0, kernel, None, all_h, gates, cells,
-                            **params)  # fmt: skip
-
-
 def test_bench_launches_mirror_the_launchers(monkeypatch):
-    """Runs every benchmark case's routes on meta tensors with each kernel's launch replaced
-    by a recorder, and compares what the JIT would make of each recorded launch with what
-    `bench_launches` says (the LSTM launcher checks for CUDA unless TRITON_INTERPRET is set)."""
+    """Runs every benchmark case's routes on meta tensors with each jit function's `run`
+    replaced by a recorder, and compares what the JIT would make of each launch with what
+    `bench_launches` (the launch specs' own record) says."""
     import types
 
     from triton.runtime.jit import JITFunction
@@ -227,7 +189,7 @@ def test_bench_launches_mirror_the_launchers(monkeypatch):
     launches = aot.bench_launches()
     for case in dict.fromkeys(launch[4] for launch in launches):
         recorded.clear()
-        _run_routes(case)
+        aot.run_case(case)
         got = {key(fn, args, kwargs) for fn, args, kwargs in recorded}
         want = {
             key(aot._kernel(module, kernel), args, meta)

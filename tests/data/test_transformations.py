@@ -87,13 +87,20 @@ def test_parallel_map_keeps_input_order(calls):
 
 def test_parallel_map_runs_on_threads_and_nondeterministic_yields_every_element():
     threads = set()
+    first_received = threading.Event()
 
     def fn(i):
         threads.add(threading.current_thread().name)
-        time.sleep(0.2 if int(i) == 0 else 0.0)
+        if int(i) == 0:
+            # Element 0 cannot finish before the consumer has received another element (the
+            # timeout only keeps an order-preserving regression from hanging the suite).
+            first_received.wait(timeout=30)
         return i
 
-    out = ints(Dataset.range(12).map(fn, num_parallel_calls=3, deterministic=False))
+    it = iter(Dataset.range(12).map(fn, num_parallel_calls=3, deterministic=False))
+    first = int(next(it))
+    first_received.set()
+    out = [first] + [int(x) for x in it]
     assert sorted(out) == list(range(12))
     assert all(name.startswith("keratron-data-map") for name in threads)
     # The slow first element was overtaken by a faster one.
@@ -418,17 +425,29 @@ def test_prefetch_thread_stops_when_iterator_is_dropped():
 
 
 def test_prefetch_runs_ahead_of_the_consumer():
-    produced = []
+    produced, overruns = [], []
+    requested = [0]  # next() calls begun by the consumer
+    sixth_produced = threading.Event()
 
     def fn(x):
-        produced.append(int(x))
+        x = int(x)
+        # Element x is made only after x - 1 went into the 4-slot buffer, which needs the
+        # consumer to have taken x - 4 out: never more than 4 + 1 ahead of the requests.
+        if x > requested[0] + 4:
+            overruns.append((x, requested[0]))
+        produced.append(x)
+        if x == 5:
+            sixth_produced.set()
         return x
 
     it = iter(Dataset.range(20).map(fn).prefetch(4))
-    next(it)
-    deadline = time.time() + 5
-    while len(produced) < 5 and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    # One element consumed, up to 4 waiting in the buffer, one more blocked on `put`.
-    assert 5 <= len(produced) <= 6
+    requested[0] += 1
+    assert int(next(it)) == 0
+    assert sixth_produced.wait(timeout=30)
+    # One element consumed, 4 waiting in the buffer, one more held by the producer's `put`.
+    assert len(produced) == 6
+    for expected in range(1, 20):
+        requested[0] += 1
+        assert int(next(it)) == expected
+    assert overruns == []
+    assert produced == list(range(20))

@@ -10,8 +10,6 @@ ON_GPU = os.environ.get("KERATRON_DEVICE", "").startswith("cuda")
 if not ON_GPU:
     os.environ["TRITON_INTERPRET"] = "1"
 
-import importlib  # noqa: E402
-
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -24,19 +22,15 @@ if ON_GPU:
 
 
 @pytest.fixture(autouse=True)
-def ieee_float32(monkeypatch):
+def ieee_float32():
     """Kernels and their torch references multiply float32 at IEEE precision (on a GPU both
-    would otherwise use TF32, cuDNN's convolutions by default), so 2e-4 tolerances hold."""
-    for module in sorted({target.split(":")[0] for target in triton_kernels.ROUTES.values()}):
-        mod = importlib.import_module(f"keratron.triton_kernels.{module}")
-        if hasattr(mod, "ALLOW_TF32"):
-            monkeypatch.setattr(mod, "ALLOW_TF32", False)
-        if hasattr(mod, "FP32_PRECISION"):
-            monkeypatch.setattr(mod, "FP32_PRECISION", "ieee")
+    could otherwise use TF32, cuDNN's convolutions by default), so 2e-4 tolerances hold. The
+    setter writes torch's TF32 flags too; both are restored after."""
     cudnn, cublas = torch.backends.cudnn, torch.backends.cuda.matmul
     previous = cudnn.allow_tf32, cublas.allow_tf32
-    cudnn.allow_tf32 = cublas.allow_tf32 = False
+    kt.config.set_float32_matmul_precision("ieee")
     yield
+    kt.config.set_float32_matmul_precision(None)
     cudnn.allow_tf32, cublas.allow_tf32 = previous
 
 

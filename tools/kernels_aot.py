@@ -11,13 +11,15 @@ What is compiled, on both targets:
 - every entry of `aot_specs()` of every kernel module that `ROUTES` names: each autotune config
   of each kernel, as the module chose to specialise it;
 - every launch that `bench/kernels_gpu.py` makes at its MobileNet, InceptionV3, Dense, LSTM and
-  softmax shapes (float32 by default), at every autotune config, specialised exactly as the JIT
-  would: the launcher's constexprs (a GELU epilogue, no bias, a 16-wide softmax row, no LSTM
-  mask), integer arguments equal to 1 turned into constants, and integers that are multiples
-  of 16 and 16-byte aligned pointers marked divisible (`specialise`). Those facts change the
-  code: wider loads, asynchronous copies into multi-stage shared buffers, and different
-  register allocation, so a config that is spill-free as a module wrote it may not be at a
-  real shape. `bench_launches` mirrors each launcher's argument list.
+  softmax shapes (float32 by default, TF32 dots), at every autotune config, specialised exactly
+  as the JIT would: the launcher's constexprs (a GELU epilogue, no bias, a 16-wide softmax row,
+  no LSTM mask), integer arguments equal to 1 turned into constants, and integers that are
+  multiples of 16 and 16-byte aligned pointers marked divisible (`specialise`). Those facts
+  change the code: wider loads, asynchronous copies into multi-stage shared buffers, and
+  different register allocation, so a config that is spill-free as a module wrote it may not
+  be at a real shape. `bench_launches` gets each launch's arguments from the launcher itself:
+  it calls the routes on meta tensors while the kernels' launch specs record instead of
+  running.
 
 Occupancy follows the CUDA occupancy calculator: registers are allocated per warp in units
 of 256 within four SM sub-partitions of 16,384 registers; shared memory per block is static +
@@ -31,14 +33,16 @@ top of the driver's reserve, which may understate sm_90 occupancy by a block whe
 memory binds. `CompiledKernel.n_regs` / `n_spills` exist only once a kernel is loaded on a
 GPU, so cuobjdump is the source here.
 
-Usage: `python -m keratron.triton_kernels.aot` (or `make kernels-report`); `--help` lists the
-options. Compiles run in a pool of two processes, cached in `KERATRON_AOT_CACHE` (default
-`~/.cache/keratron/triton-aot`), so a second run only reads the cache.
+Usage: `python -m tools.kernels_aot` from the repository root (or `make kernels-report`);
+`--help` lists the options. Compiles run in a pool of two processes, cached in
+`KERATRON_AOT_CACHE` (default `~/.cache/keratron/triton-aot`), so a second run only reads the
+cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import multiprocessing
@@ -49,6 +53,8 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+
+import torch
 
 from keratron.triton_kernels import ROUTES
 
@@ -61,6 +67,7 @@ __all__ = [
     "collect_specs",
     "autotune_configs",
     "bench_launches",
+    "run_case",
     "specialise",
     "benchmark_specs",
     "all_specs",
@@ -226,29 +233,22 @@ def collect_specs(modules=None) -> list:
     return specs
 
 
-# Which autotune config list each kernel's launcher tunes over: (module, attribute).
-_AUTOTUNE = {
-    "_matmul_kernel": ("matmul", "CONFIGS"),
-    "_xent_fwd_kernel": ("softmax_xent", "CONFIGS"),
-    "_xent_bwd_kernel": ("softmax_xent", "CONFIGS"),
-    "conv_fwd_kernel": ("conv2d", "CONFIGS"),
-    "conv_grad_input_kernel": ("conv2d", "GRAD_INPUT_CONFIGS"),
-    "conv_grad_filter_kernel": ("conv2d", "GRAD_FILTER_CONFIGS"),
-    "depthwise_fwd_kernel": ("conv2d", "DEPTHWISE_CONFIGS"),
-    "depthwise_grad_input_kernel": ("conv2d", "DEPTHWISE_CONFIGS"),
-    "depthwise_grad_filter_kernel": ("conv2d", "DEPTHWISE_CONFIGS"),
-    "_lstm_fwd_step_kernel": ("lstm", "CONFIGS"),
-    "_lstm_bwd_step_kernel": ("lstm", "CONFIGS"),
-    "_lstm_carry_kernel": ("lstm", "CARRY_CONFIGS"),
-    "_lstm_dkernel_kernel": ("lstm", "DKERNEL_CONFIGS"),
-}
+def launch_specs() -> dict:
+    """{jit function name: its `Kernel` launch spec} over every kernel module."""
+    from keratron.triton_kernels._common import Kernel
+
+    specs = {}
+    for module in kernel_modules():
+        for obj in vars(_import(module)).values():
+            if isinstance(obj, Kernel):
+                specs[obj.name] = obj
+    return specs
 
 
 def autotune_configs(kernel: str) -> list:
     """`(meta-parameters, num_warps, num_stages)` of each config autotune may pick for
-    `kernel` (a jit function's name); KeyError for a kernel this table does not know."""
-    module, attr = _AUTOTUNE[kernel]
-    return [(dict(c.kwargs), c.num_warps, c.num_stages) for c in getattr(_import(module), attr)]
+    `kernel` (a jit function's name); KeyError for a kernel no launch spec names."""
+    return [(dict(c.kwargs), c.num_warps, c.num_stages) for c in launch_specs()[kernel].configs]
 
 
 # ------------------------------------------------------------------------------ benchmark shapes
@@ -298,101 +298,101 @@ class _Ptr:
     offset: int = 0
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _xent_block(classes: int) -> tuple:
     """(BLOCK, ONE_PASS) as softmax_xent's launcher picks them."""
     block = min(1 << max(classes - 1, 0).bit_length(), _import("softmax_xent").BLOCK_MAX)
     return block, classes <= block
 
 
-def _conv_splits(positions: int, tiles: int) -> tuple:
-    """(SPLIT, CHUNK) as conv2d's grad-filter launchers pick them on a BENCH_SMS GPU."""
-    want = max(1, (2 * BENCH_SMS) // max(tiles, 1))
-    splits = max(1, min(want, positions // _import("conv2d").SPLIT_MIN_POSITIONS))
-    chunk = max(1, _cdiv(positions, splits))
-    return _cdiv(positions, chunk), chunk
+def _same_padding(size: int, ks: int, stride: int) -> tuple:
+    # TensorFlow's SAME padding, as the benchmark resolves it: the extra pixel goes last.
+    total = max((-(-size // stride) - 1) * stride + ks - size, 0)
+    return total // 2, total - total // 2
+
+
+def cases() -> list:
+    """The labels of every benchmark case, in order."""
+    labels = [c[0] for c in MATMUL_CASES + CONV_CASES + LSTM_CASES]
+    return labels + [f"softmax-xent {rows}x{c}" for rows, c in XENT_CASES]
+
+
+def run_case(case: str, dtype: torch.dtype = torch.float32) -> None:
+    """Calls the routes the benchmark calls for one case, on meta tensors of `dtype`."""
+    from keratron.triton_kernels import conv2d, lstm, matmul, softmax_xent
+
+    def meta(*shape, dtype=dtype):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+
+    by_label = {c[0]: c for c in MATMUL_CASES + CONV_CASES + LSTM_CASES}
+    if case.startswith("softmax-xent"):
+        rows, c = (int(v) for v in case.split()[1].split("x"))
+        labels = meta(rows, dtype=torch.int64)
+        softmax_xent.forward_route(meta(rows, c), labels, True)
+        softmax_xent.backward_route(meta(rows), meta(rows, c), labels, True)
+    elif case in {c[0] for c in MATMUL_CASES}:
+        _, m, k, n, bias, act = by_label[case]
+        matmul.matmul_route(meta(m, k), meta(k, n), meta(n) if bias else None, act)
+    elif case in {c[0] for c in CONV_CASES}:
+        _, n, h, w, c, kh, kw, f, s, groups, act = by_label[case]
+        pads = (_same_padding(h, kh, s), _same_padding(w, kw, s))
+        geom = dict(strides=(s, s), padding=pads, dilation=(1, 1), groups=groups)
+        x, k = meta(n, h, w, c), meta(kh, kw, c // groups, f)
+        g = conv2d.conv_route(x, k, meta(f), activation=act, **geom)
+        conv2d.grad_input_route(g, k, input_shape=tuple(x.shape), **geom)
+        conv2d.grad_filter_route(x, g, kernel_shape=tuple(k.shape), **geom)
+    else:
+        _, b, t, u = by_label[case]
+        params = dict(reverse=False, activation="tanh", recurrent_activation="sigmoid",
+                      zero_output_for_mask=False)  # fmt: skip
+        x, h0, c0, kernel = meta(b, t, 4 * u), meta(b, u), meta(b, u), meta(u, 4 * u)
+        all_h, _, _, gates, cells = lstm.forward_route(x, h0, c0, kernel, None, **params)
+        lstm.backward_route(meta(b, t, u), h0, c0, h0, c0, kernel, None, all_h, gates, cells,
+                            **params)  # fmt: skip
+
+
+_POINTER_TYPES = {torch.int64: "i64", torch.int32: "i32", torch.uint8: "u8"}
+
+
+def as_ptr(value):
+    """A tensor argument as the `_Ptr` the JIT specialises on; other values unchanged."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    from keratron.triton_kernels._common import TRITON_TYPES
+
+    tt = TRITON_TYPES.get(value.dtype) or _POINTER_TYPES[value.dtype]
+    return _Ptr(tt, value.storage_offset() * value.element_size())
+
+
+@contextlib.contextmanager
+def _float32_precision(precision: str):
+    # The benchmark times float32 with TF32 dots; the setting is read from the environment
+    # (the setter would also write torch's flags, which a report has no business changing).
+    previous = os.environ.get("KERATRON_FLOAT32_PRECISION")
+    os.environ["KERATRON_FLOAT32_PRECISION"] = precision
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("KERATRON_FLOAT32_PRECISION")
+        else:
+            os.environ["KERATRON_FLOAT32_PRECISION"] = previous
 
 
 def bench_launches(dtype: str = "float32") -> list:
     """`(module, kernel, args, meta, case)` for every kernel launch of the benchmark shapes in
     `dtype`: the positional arguments and constexpr keywords each launcher passes (tile sizes
-    aside), with tensors as `_Ptr`s."""
-    tt = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}[dtype]
-    e = _ELEMENT_BYTES[dtype]
-    f, i32, i64 = _Ptr(tt), _Ptr("i32"), _Ptr("i64")
-    # float32 dots use TF32 tensor cores unless a module is switched to IEEE.
-    precision = "tf32" if dtype == "float32" else "ieee"
-    acts = _import("matmul").ACTIVATIONS
+    aside), with tensors as `_Ptr`s. Recorded from the launchers themselves, run on meta
+    tensors, with the grad-filter splits of a BENCH_SMS GPU."""
+    from keratron.triton_kernels._common import record_launches
+
+    torch_dtype = getattr(torch, dtype)
     out = []
-    for label, m, k, n, bias, act in MATMUL_CASES:
-        args = (f, f, f, f, m, n, k, m * k, k, 1, k * n, n, 1, 1 if bias else 0, m * n, n, 1)
-        meta = dict(HAS_BIAS=bias, ACTIVATION=acts.index(act), PRECISION=precision)
-        out.append(("matmul", "_matmul_kernel", args, meta, label))
-    for label, n, h, w, c, kh, kw, fo, s, groups, act in CONV_CASES:
-        oh, ow = _cdiv(h, s), _cdiv(w, s)
-        # TensorFlow's SAME padding, as the benchmark resolves it: the extra pixel goes last.
-        pt = max((oh - 1) * s + kh - h, 0) // 2
-        pl = max((ow - 1) * s + kw - w, 0) // 2
-        cg, fg = c // groups, fo // groups
-        sizes = (n, h, w, c, oh, ow, fo, kh, kw)
-        xs, gs = (h * w * c, w * c, c, 1), (oh * ow * fo, ow * fo, fo, 1)
-        geom = (s, s, pt, pl, 1, 1)
-        epilogue = dict(HAS_BIAS=True, ACTIVATION=act or "none")
-        p = n * oh * ow
-        if cg == 1:
-            split = _conv_splits(p, _cdiv(fo, 64) * kh * kw)
-            out += [
-                ("conv2d", "depthwise_fwd_kernel", (f, f, f, f, *sizes, fg, *xs, *geom),
-                 epilogue, label),
-                ("conv2d", "depthwise_grad_input_kernel", (f, f, f, *sizes, fg, *gs, *geom),
-                 {}, label),
-                ("conv2d", "depthwise_grad_filter_kernel",
-                 (f, f, f, *sizes, fg, *xs, *gs, *geom, *split), {}, label),
-            ]  # fmt: skip
-        else:
-            split = _conv_splits(p, _cdiv(kh * kw * cg, 64) * _cdiv(fg, 64) * groups)
-            tf32 = dict(PRECISION=precision)
-            out += [
-                ("conv2d", "conv_fwd_kernel", (f, f, f, f, *sizes, cg, fg, *xs, *geom),
-                 dict(epilogue, **tf32), label),
-                ("conv2d", "conv_grad_input_kernel", (f, f, i32, f, *sizes, cg, fg, *gs, s, s),
-                 tf32, label),
-                ("conv2d", "conv_grad_filter_kernel",
-                 (f, f, f, *sizes, cg, fg, *xs, *gs, *geom, *split), tf32, label),
-            ]  # fmt: skip
-    codes = _import("lstm")._ACT_CODES
-    step = dict(HAS_MASK=False, ZERO_OUTPUT=False, ACT=codes["tanh"], RACT=codes["sigmoid"],
-                PRECISION=precision)  # fmt: skip
-    for label, b, t, u in LSTM_CASES:
-        # States are double-buffered: a step reads one half of a (2, B, U) buffer and writes
-        # the other, so each launch sees one of two pointer offsets. Without a mask the
-        # launcher passes a data tensor in the mask's place, with strides 0.
-        halves = [(f, _Ptr(tt, e * b * u)), (_Ptr(tt, e * b * u), f)]
-        for cur, nxt in halves:
-            args = (f, f, f, cur, cur, nxt, nxt, f, f, f, b, u, t, 0, 0,
-                    t * 4 * u, 4 * u, 1, 4 * u, 1, 0, 0)  # fmt: skip
-            out.append(("lstm", "_lstm_fwd_step_kernel", args, step, label))
-            for final in (False, True):
-                args = (f, f, f, f, f, f, f, cur, cur, cur, nxt, nxt, nxt, f, b, u, t, 0, 0, 0,
-                        0, 4 * u, 1, 0, 0, t * u, u, 1)  # fmt: skip
-                out.append(("lstm", "_lstm_bwd_step_kernel", args, dict(step, FINAL=final), label))
-        args = (f, f, f, f, f, f, f, b, u, t, 0, 0)
-        out.append(("lstm", "_lstm_carry_kernel", args, dict(HAS_MASK=False, REVERSE=False), label))
-        out.append(("lstm", "_lstm_dkernel_kernel", (f, f, f, u, 4 * u, b * t),
-                    dict(PRECISION=precision), label))  # fmt: skip
-    for rows, c in XENT_CASES:
-        block, one_pass = _xent_block(c)
-        label = f"softmax-xent {rows}x{c}"
-        args = (f, i64, f, f, c, c, 1, 1, 0, c)
-        meta = dict(SPARSE=True, BLOCK=block, ONE_PASS=one_pass)
-        out.append(("softmax_xent", "_xent_fwd_kernel", args, meta, label))
-        args = (f, f, i64, f, c, 1, c, 1, 1, 0, c)
-        out.append(
-            ("softmax_xent", "_xent_bwd_kernel", args, dict(SPARSE=True, BLOCK=block), label)
-        )
+    for case in cases():
+        with _float32_precision("tf32"), record_launches(BENCH_SMS) as launches:
+            run_case(case, torch_dtype)
+        for kernel, args, meta in launches:
+            module = kernel.fn.fn.__module__.rsplit(".", 1)[-1]
+            out.append((module, kernel.name, tuple(as_ptr(a) for a in args), meta, case))
     return out
 
 
@@ -802,7 +802,7 @@ def all_specs(bench_dtypes=("float32",)) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m keratron.triton_kernels.aot",
+        prog="python -m tools.kernels_aot",
         description="Compiles every Triton kernel for sm_90 and sm_80 and prints registers, "
         "spills, shared memory, occupancy, and the roofline of the benchmark shapes.",
     )
@@ -855,7 +855,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # Run through the package's module, so the worker processes unpickle the same classes.
-    from keratron.triton_kernels import aot
+    # Run through the importable module, so the worker processes unpickle the same classes.
+    from tools import kernels_aot
 
-    sys.exit(aot.main())
+    sys.exit(kernels_aot.main())
