@@ -49,4 +49,4 @@ clean:
 # benchmark shapes on H100 SXM and PCIe. Compiles are cached; a second run reads the cache.
 .PHONY: kernels-report
 kernels-report: $(STAMP)
-	env -u TRITON_INTERPRET $(PY) -m keratron.triton_kernels.aot
+	env -u TRITON_INTERPRET $(PY) -m tools.kernels_aot

@@ -1,6 +1,9 @@
-"""Global settings: float type, epsilon, image layout, device, kernel backend, seeds.
+"""Global settings: float type, epsilon, image layout, device, kernel backend, float32 matmul
+precision, seeds.
 
-Mirrors `keras.config` / `keras.backend`. Nothing here touches torch's own global state.
+Mirrors `keras.config` / `keras.backend`. Importing this module touches no torch global
+state; only `set_float32_matmul_precision` (and TF's spelling of it) writes torch's TF32 flags,
+because the caller asked for that precision everywhere.
 """
 
 from __future__ import annotations
@@ -172,3 +175,83 @@ def kernel_backend() -> str:
             )
         _kernel_backend = env
     return _kernel_backend
+
+
+# ---------------------------------------------------------------------------- float32 precision
+_FLOAT32_PRECISIONS = ("ieee", "tf32")
+_float32_precision: str | None = None  # resolved lazily from KERATRON_FLOAT32_PRECISION
+
+
+def set_float32_matmul_precision(precision: str | None) -> None:
+    """Chooses how float32 matrix products and convolutions multiply on NVIDIA GPUs: "ieee"
+    (exact float32 products, the default) or "tf32" (TensorFloat-32 tensor cores: inputs
+    rounded to a 10-bit mantissa, several times faster on Ampere and later).
+
+    One setting governs keratron's Triton kernels (their `tl.dot` precision) and torch's
+    cuBLAS / cuDNN calls alike, so backend "auto" times a kernel against a fallback of the
+    same precision. Calling this also sets torch's own flags
+    (`torch.backends.cuda.matmul.allow_tf32`, `torch.backends.cudnn.allow_tf32`) to match, for
+    the whole process; None forgets the choice (KERATRON_FLOAT32_PRECISION is read again) and
+    leaves torch's flags as they are. CPU results are IEEE either way.
+
+    Example:
+        >>> keratron.config.set_float32_matmul_precision("ieee")
+        >>> keratron.config.float32_matmul_precision()
+        'ieee'
+    """
+    global _float32_precision
+    if precision is None:
+        _float32_precision = None
+        return
+    name = str(precision).lower()
+    if name not in _FLOAT32_PRECISIONS:
+        raise ValueError(
+            "Unknown float32 matmul precision. Expected one of ('ieee', 'tf32'). "
+            f"Received: precision={precision!r}"
+        )
+    _float32_precision = name
+    _set_torch_tf32(name == "tf32")
+
+
+def float32_matmul_precision() -> str:
+    """Returns "ieee" or "tf32": `set_float32_matmul_precision`, else the
+    KERATRON_FLOAT32_PRECISION environment variable, else "ieee"."""
+    if _float32_precision is not None:
+        return _float32_precision
+    env = os.environ.get("KERATRON_FLOAT32_PRECISION", "ieee").lower()
+    if env not in _FLOAT32_PRECISIONS:
+        raise ValueError(
+            f"KERATRON_FLOAT32_PRECISION must be one of {_FLOAT32_PRECISIONS}. Received: {env!r}"
+        )
+    return env
+
+
+def enable_tensor_float_32_execution(enabled: bool) -> None:
+    """TensorFlow's spelling: `True` is `set_float32_matmul_precision("tf32")`, `False`
+    is "ieee"."""
+    set_float32_matmul_precision("tf32" if enabled else "ieee")
+
+
+def tensor_float_32_execution_enabled() -> bool:
+    """TensorFlow's spelling: whether float32 products may use TF32."""
+    return float32_matmul_precision() == "tf32"
+
+
+def _set_torch_tf32(enabled: bool) -> tuple:
+    cublas, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    previous = (cublas.allow_tf32, cudnn.allow_tf32)
+    cublas.allow_tf32 = cudnn.allow_tf32 = enabled
+    return previous
+
+
+@contextlib.contextmanager
+def float32_precision_scope():
+    """Within this scope torch's TF32 flags follow `float32_matmul_precision()`; they are
+    restored after. keratron wraps its own CUDA fallback calls in it (whatever the user's torch
+    flags, a fallback multiplies at keratron's precision) without changing the process's flags.
+    """
+    previous = _set_torch_tf32(float32_matmul_precision() == "tf32")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
