@@ -1,18 +1,26 @@
 """The op namespace, named and defaulted like `keras.ops` (`keras.ops.nn` names included)."""
 
-# ruff: noqa: I001  (the dispatcher is imported first: it installs the executor)
+# ruff: noqa: I001, E402  (the dispatcher is imported first: it installs the executor)
+
+import sys as _sys
 
 from keratron.ops import _dispatch  # noqa: F401  (installs the executor)
-from keratron.ops.core import *  # noqa: F403
-from keratron.ops.creation import *  # noqa: F403
 from keratron.ops.elementwise import *  # noqa: F403
-from keratron.ops.linalg import *  # noqa: F403
-from keratron.ops.nn import *  # noqa: F403
-from keratron.ops.reduction import *  # noqa: F403
 from keratron.ops.shaping import *  # noqa: F403
-from keratron.ops.extra import *  # noqa: F403
-from keratron.ops import image  # noqa: E402,F401
-from keratron.ops import nn, numpy  # noqa: E402,F401
+
+# The shape ops lived in `ops/shape.py` until the module was renamed `shaping` (so that the
+# `ops.shape` function no longer shadows it); this alias serves the modules that still import
+# the old path, without rebinding the `shape` attribute of this package.
+_sys.modules.setdefault("keratron.ops.shape", _sys.modules["keratron.ops.shaping"])
+from keratron.ops.reduction import *  # noqa: F403
+from keratron.ops.creation import *  # noqa: F403
+from keratron.ops.linalg import *  # noqa: F403
+from keratron.ops.arrays import *  # noqa: F403
+from keratron.ops.segment import *  # noqa: F403
+from keratron.ops.nn import *  # noqa: F403
+from keratron.ops.signal import *  # noqa: F403
+from keratron.ops.core import *  # noqa: F403
+from keratron.ops import core, image, linalg, math, nn, numpy  # noqa: F401  (Keras's namespaces)
 
 _dispatch.attach_kernel_routes()
 

@@ -103,3 +103,32 @@ def canonical_axis(axis, ndim: int, op: str = "op"):
 
 def standard_dtype(dtype):
     return None if dtype is None else standardize_dtype(dtype)
+
+
+def _concrete(x: Tensor) -> bool:
+    """Whether `x` holds data (False for the data-free tensors of a trace)."""
+    return not x._value.is_meta
+
+
+def _axis_list(axis, ndim, op) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = canonical_axis(axis if isinstance(axis, (tuple, list)) else (axis,), ndim, op)
+    return tuple(sorted(set(axes)))
+
+
+def _data_dependent(name, hint):
+    """An abstract rule for an op whose output shape depends on its input values."""
+
+    def abstract(*args, **params):
+        raise ValueError(
+            f"{name}: the output shape depends on the input values, so it cannot be traced "
+            f"(keratron.function); {hint}"
+        )
+
+    return abstract
+
+
+def on_device_of(t: Tensor, ref: Tensor) -> Tensor:
+    """`t` moved to `ref`'s device."""
+    return on_device(t, ref._value.device)

@@ -9,6 +9,7 @@ call.
 from __future__ import annotations
 
 import builtins
+import functools
 
 import numpy as np
 import torch
@@ -19,17 +20,38 @@ from keratron.autodiff.tape import custom_gradient
 from keratron.autodiff.tape import stop_gradient as _stop_gradient
 from keratron.autodiff.tensor import Tensor, is_tensor
 from keratron.autodiff.tensor import convert_to_tensor as _convert_to_tensor
-from keratron.ops._core import Primitive, as_tensor
+from keratron.ops._core import (
+    Primitive,
+    as_tensor,
+    canonical_axis,
+)
+from keratron.ops.arrays import (
+    _slice_along,
+)
 from keratron.ops.elementwise import (
     cast,
     divide,
     equal,
     multiply,
     ones_like_p,
+    saturate_cast,
     where,
     zeros_like_p,
 )
-from keratron.ops.shape import _check_range, _with, index_p, reshape, stack, unstack
+from keratron.ops.shaping import (
+    _check_range,
+    _with,
+    broadcast_to,
+    concatenate,
+    flip,
+    get_item,
+    index_p,
+    reshape,
+    shape,
+    stack,
+    transpose,
+    unstack,
+)
 
 __all__ = [
     "convert_to_tensor",
@@ -50,10 +72,14 @@ __all__ = [
     "map",
     "scan",
     "vectorized_map",
+    # defined with their families, re-exported under keras.ops.core
+    "saturate_cast",
+    "shape",
+    "unstack",
 ]
 
 
-# ------------------------------------------------------------------------------ conversion
+# ------------------------------------------------------------------------ conversion
 def convert_to_tensor(x, dtype=None, sparse=None, ragged=None):
     """Converts arrays, Python values and torch tensors to a keratron Tensor.
 
@@ -114,7 +140,7 @@ def dtype(x) -> str:
     return standardize_dtype(d)
 
 
-# ------------------------------------------------------------------------------ scatter
+# ------------------------------------------------------------------------ scatter
 def _nd_index(idx, shape):
     """(..., k) index tensor -> k flat index columns, negatives counted from the end."""
     k = idx.shape[-1]
@@ -317,7 +343,7 @@ def scatter_update(inputs, indices, updates, reduction=None):
     return scatter_update_p.bind(x, idx, upd, reduction=reduction)
 
 
-# ------------------------------------------------------------------------------ slices
+# ------------------------------------------------------------------------ slices
 def _ints(v, op, arg):
     if isinstance(v, Tensor):
         v = v.numpy()
@@ -397,7 +423,7 @@ def slice_update(inputs, start_indices, updates):
     return slice_update_p.bind(x, upd, starts=starts)
 
 
-# ------------------------------------------------------------------------------ control flow
+# ------------------------------------------------------------------------ control flow
 def cond(pred, true_fn, false_fn):
     """Calls `true_fn()` if `pred` is true, else `false_fn()`.
 
@@ -534,3 +560,222 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if not ys or builtins.all(o is None for y in ys for o in tree.flatten(y)):
         return carry, None
     return carry, _stack_outputs(ys)
+
+
+# ------------------------------------------------------------------ scans, vectorize, rearrange
+__all__ += ["associative_scan", "vectorize", "rearrange"]
+
+
+def associative_scan(f, elems, reverse=False, axis=0):
+    """Inclusive scan with an associative binary function `f` along `axis` of every leaf of
+    `elems` (a tensor or a structure of tensors), in `ceil(log2(n))` batched calls of `f`.
+
+    `f(a, b)` receives two structures like `elems`, sliced along `axis`, and must combine
+    them elementwise (a before b). With `reverse=True` the scan runs from the end.
+
+    Example:
+        >>> x = keratron.ops.convert_to_tensor([1, 2, 3, 4])
+        >>> keratron.ops.associative_scan(keratron.ops.add, x).numpy()
+        array([ 1,  3,  6, 10], dtype=int32)
+    """
+    leaves = [as_tensor(e) for e in tree.flatten(elems)]
+    if not leaves:
+        raise ValueError("associative_scan: `elems` must contain at least one tensor.")
+    axes = [canonical_axis(axis, t.ndim, "associative_scan") for t in leaves]
+    n = leaves[0].shape[axes[0]]
+    if any(t.shape[a] != n for t, a in zip(leaves, axes)):
+        raise ValueError(
+            "associative_scan: every leaf of `elems` must have the same length along axis "
+            f"{axis}. Received shapes {[t.shape for t in leaves]}."
+        )
+    if reverse:
+        leaves = [flip(t, a) for t, a in zip(leaves, axes)]
+
+    def call(xs, ys):
+        out = f(tree.pack_sequence_as(elems, xs), tree.pack_sequence_as(elems, ys))
+        return [as_tensor(o) for o in tree.flatten(out)]
+
+    # Hillis-Steele doubling: after the step with offset d, position i combines the
+    # elements i - 2d + 1 .. i (clipped at 0).
+    d = 1
+    while d < n:
+        early = [_slice_along(t, a, None, n - d) for t, a in zip(leaves, axes)]
+        late = [_slice_along(t, a, d, None) for t, a in zip(leaves, axes)]
+        combined = call(early, late)
+        leaves = [
+            concatenate([_slice_along(t, a, None, d), c], axis=a)
+            for t, c, a in zip(leaves, combined, axes)
+        ]
+        d *= 2
+    if reverse:
+        leaves = [flip(t, a) for t, a in zip(leaves, axes)]
+    return tree.pack_sequence_as(elems, leaves)
+
+
+def _parse_signature(signature: str):
+    import re
+
+    def dims(group):
+        return tuple(d.strip() for d in group.split(",") if d.strip())
+
+    m = re.fullmatch(r"\s*((?:\([\w,\s]*\)\s*,?\s*)*)->\s*((?:\([\w,\s]*\)\s*,?\s*)*)", signature)
+    if not m:
+        raise ValueError(f"vectorize: not a valid gufunc signature: {signature!r}")
+    ins = [dims(g) for g in re.findall(r"\(([\w,\s]*)\)", m.group(1))]
+    outs = [dims(g) for g in re.findall(r"\(([\w,\s]*)\)", m.group(2))]
+    return ins, outs
+
+
+def vectorize(pyfunc, *, excluded=None, signature=None):
+    """numpy.vectorize: maps `pyfunc` over the broadcast leading (loop) axes of its tensor
+    arguments, calling it on core slices (scalars, or the core dims of a gufunc
+    `signature` such as "(n),(n)->()"), eagerly in a Python loop; results are stacked.
+
+    Args:
+        pyfunc: the function to map.
+        excluded: positions or keyword names passed through unchanged.
+        signature: optional gufunc signature of the core dimensions.
+
+    Example:
+        >>> f = keratron.ops.vectorize(lambda a, b: a + b)
+        >>> f([1, 2], [[10], [20]]).numpy()
+        array([[11, 12],
+               [21, 22]], dtype=int32)
+    """
+    excluded = set(excluded or ())
+    in_core, out_core = _parse_signature(signature) if signature is not None else (None, None)
+
+    @functools.wraps(pyfunc)
+    def wrapped(*args, **kwargs):
+        pos = [i for i in range(len(args)) if i not in excluded and args[i] is not None]
+        names = [k for k in kwargs if k not in excluded]
+        tensors = [as_tensor(args[i]) for i in pos] + [as_tensor(kwargs[k]) for k in names]
+        core = in_core if in_core is not None else [()] * len(tensors)
+        if len(core) != len(tensors):
+            raise ValueError(
+                f"vectorize: signature {signature!r} names {len(core)} inputs; the call "
+                f"passed {len(tensors)} vectorized arguments."
+            )
+        sizes = {}
+        loop_shapes = []
+        for t, c in zip(tensors, core):
+            if t.ndim < len(c):
+                raise ValueError(
+                    f"vectorize: an input of shape {t.shape} has fewer than {len(c)} core dims."
+                )
+            for name, dim in zip(c, t.shape[t.ndim - len(c) :]):
+                if sizes.setdefault(name, dim) != dim:
+                    raise ValueError(
+                        f"vectorize: core dimension {name!r} has inconsistent sizes "
+                        f"{sizes[name]} and {dim}."
+                    )
+            loop_shapes.append(t.shape[: t.ndim - len(c)])
+        loop = tuple(torch.broadcast_shapes(*loop_shapes)) if loop_shapes else ()
+        count = int(np.prod(loop)) if loop else 1
+        if count == 0:
+            raise ValueError("vectorize: the loop shape is empty; there is nothing to call.")
+        flat = [
+            reshape(
+                broadcast_to(t, loop + t.shape[t.ndim - len(c) :]),
+                (count,) + t.shape[t.ndim - len(c) :],
+            )
+            for t, c in zip(tensors, core)
+        ]
+        results = []
+        for i in range(count):
+            call_args = list(args)
+            call_kwargs = dict(kwargs)
+            slices = [get_item(t, i) for t in flat]
+            for j, p in enumerate(pos):
+                call_args[p] = slices[j]
+            for j, k in enumerate(names):
+                call_kwargs[k] = slices[len(pos) + j]
+            results.append(pyfunc(*call_args, **call_kwargs))
+        multi = isinstance(results[0], (tuple, list))
+        per_out = list(zip(*results)) if multi else [results]
+        outs = []
+        for j, rs in enumerate(per_out):
+            st = stack([as_tensor(r) for r in rs], axis=0)
+            if out_core is not None and j < len(out_core) and st.ndim - 1 != len(out_core[j]):
+                raise ValueError(
+                    f"vectorize: output {j} has {st.ndim - 1} core dims; the signature says "
+                    f"{len(out_core[j])}."
+                )
+            outs.append(reshape(st, loop + st.shape[1:]))
+        return tuple(outs) if multi else outs[0]
+
+    return wrapped
+
+
+def _einops_groups(side: str, pattern: str):
+    import re
+
+    tokens = re.findall(r"\(|\)|[A-Za-z_]\w*|\S", side)
+    groups, cur = [], None
+    for tok in tokens:
+        if tok == "(":
+            if cur is not None:
+                raise ValueError(f"rearrange: nested parentheses in {pattern!r}.")
+            cur = []
+        elif tok == ")":
+            if cur is None:
+                raise ValueError(f"rearrange: unbalanced parentheses in {pattern!r}.")
+            groups.append(cur)
+            cur = None
+        elif re.fullmatch(r"[A-Za-z_]\w*", tok):
+            if cur is not None:
+                cur.append(tok)
+            else:
+                groups.append([tok])
+        else:
+            raise ValueError(f"rearrange: unsupported token {tok!r} in {pattern!r}.")
+    if cur is not None:
+        raise ValueError(f"rearrange: unbalanced parentheses in {pattern!r}.")
+    return groups
+
+
+def rearrange(tensor, pattern, **axes_lengths):
+    """einops-style axis rearrangement: transpose, merge "(a b)" and split axes.
+
+    Args:
+        tensor: input tensor.
+        pattern: e.g. "b h w c -> b c h w" or "b (h1 h) w c -> (b h1) h w c".
+        **axes_lengths: sizes of axes that a split cannot infer.
+
+    Example:
+        >>> keratron.ops.rearrange(keratron.ops.ones((2, 6, 3)), "b (h w) c -> b h w c", h=2).shape
+        (2, 2, 3, 3)
+    """
+    x = as_tensor(tensor)
+    if pattern.count("->") != 1:
+        raise ValueError(f"rearrange: the pattern needs one '->'. Received: {pattern!r}")
+    left, right = pattern.split("->")
+    lg, rg = _einops_groups(left, pattern), _einops_groups(right, pattern)
+    if len(lg) != x.ndim:
+        raise ValueError(
+            f"rearrange: the input side of {pattern!r} names {len(lg)} axes but the tensor has "
+            f"rank {x.ndim}."
+        )
+    lnames = [a for g in lg for a in g]
+    rnames = [a for g in rg for a in g]
+    if sorted(lnames) != sorted(rnames) or len(set(lnames)) != len(lnames):
+        raise ValueError(
+            f"rearrange: both sides of {pattern!r} must name the same axes, each once."
+        )
+    sizes = {k: int(v) for k, v in axes_lengths.items()}
+    for g, dim in zip(lg, x.shape):
+        unknown = [a for a in g if a not in sizes]
+        known = int(np.prod([sizes[a] for a in g if a in sizes])) if g else 1
+        if len(unknown) > 1:
+            raise ValueError(f"rearrange: cannot infer the sizes of {unknown} in {pattern!r}.")
+        if unknown:
+            if known == 0 or dim % known:
+                raise ValueError(
+                    f"rearrange: axis of size {dim} does not split into {g} with {axes_lengths}."
+                )
+            sizes[unknown[0]] = dim // known
+        elif known != dim:
+            raise ValueError(f"rearrange: {g} multiply to {known}, but the axis has size {dim}.")
+    x = reshape(x, tuple(sizes[a] for a in lnames))
+    x = transpose(x, [lnames.index(a) for a in rnames])
+    return reshape(x, tuple(int(np.prod([sizes[a] for a in g])) for g in rg))

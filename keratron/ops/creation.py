@@ -15,8 +15,34 @@ import torch
 from keratron import config
 from keratron.autodiff.dtypes import standardize_dtype, to_torch_dtype
 from keratron.autodiff.tensor import Tensor, convert_to_tensor
-from keratron.ops._core import Primitive, as_tensor
-from keratron.ops.elementwise import ones_like_p, zeros_like_p
+from keratron.ops._core import (
+    Primitive,
+    _concrete,
+    as_tensor,
+    canonical_axis,
+)
+from keratron.ops.elementwise import (
+    abs,
+    cast,
+    equal,
+    log10,
+    logical_or,
+    multiply,
+    ones_like_p,
+    power,
+    sign,
+    zeros_like_p,
+)
+from keratron.ops.reduction import (
+    any as _any,
+)
+from keratron.ops.shaping import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    get_item,
+    moveaxis,
+)
 
 __all__ = [
     "zeros",
@@ -100,7 +126,7 @@ def full(shape, fill_value, dtype=None):
     td = _dtype(dtype)
     if isinstance(fill_value, (bool, int, float)):
         return Tensor(torch.full(shp, fill_value, dtype=td, device=config.default_device()))
-    from keratron.ops.shape import broadcast_to
+    from keratron.ops.shaping import broadcast_to
 
     value = convert_to_tensor(fill_value, dtype=td, device=config.default_device())
     try:
@@ -166,7 +192,7 @@ def full_like(x, fill_value, dtype=None):
         if not td.is_floating_point and not td.is_complex and td is not torch.bool:
             fill_value = int(fill_value)  # numpy truncates a float fill for integer dtypes
         return full_like_p.bind(x, fill_value=fill_value, dtype=td)
-    from keratron.ops.shape import _with, broadcast_to
+    from keratron.ops.shaping import _with, broadcast_to
 
     value = convert_to_tensor(fill_value, dtype=td)
     value = _with(value, x)
@@ -349,3 +375,116 @@ def tri(N, M=None, k=0, dtype=None):
     r = torch.arange(n, device=dev).reshape(-1, 1)
     c = torch.arange(m, device=dev).reshape(1, -1)
     return Tensor((c - r <= int(k)).to(_dtype(dtype)))
+
+
+# ------------------------------------------------------------------ windows, log/geometric ranges
+__all__ += ["hamming", "hanning", "blackman", "bartlett", "kaiser", "logspace", "geomspace"]
+
+
+def _window(fn, m, op, **kw):
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"{op}: the window length must be non-negative. Received: {m}")
+    w = fn(m, sym=True, dtype=torch.float64, **kw) if m else torch.zeros(0, dtype=torch.float64)
+    dev = config.default_device()
+    return Tensor(w.to(device=dev, dtype=to_torch_dtype(config.floatx())))
+
+
+def hamming(x):
+    """The symmetric Hamming window of length `x`.
+
+    Example:
+        >>> keratron.ops.hamming(3).numpy()
+        array([0.08, 1.  , 0.08], dtype=float32)
+    """
+    return _window(torch.signal.windows.hamming, x, "hamming")
+
+
+def hanning(x):
+    """The symmetric Hann window of length `x`.
+
+    Example:
+        >>> keratron.ops.hanning(3).numpy()
+        array([0., 1., 0.], dtype=float32)
+    """
+    return _window(torch.signal.windows.hann, x, "hanning")
+
+
+def blackman(x):
+    """The symmetric Blackman window of length `x`.
+
+    Example:
+        >>> keratron.ops.blackman(3).shape
+        (3,)
+    """
+    return _window(torch.signal.windows.blackman, x, "blackman")
+
+
+def bartlett(x):
+    """The symmetric Bartlett (triangular, zero at the ends) window of length `x`.
+
+    Example:
+        >>> keratron.ops.bartlett(5).numpy()
+        array([0. , 0.5, 1. , 0.5, 0. ], dtype=float32)
+    """
+    return _window(torch.signal.windows.bartlett, x, "bartlett")
+
+
+def kaiser(x, beta):
+    """The Kaiser window of length `x` with shape parameter `beta`.
+
+    Example:
+        >>> keratron.ops.kaiser(3, 0.0).numpy()
+        array([1., 1., 1.], dtype=float32)
+    """
+    return _window(torch.signal.windows.kaiser, x, "kaiser", beta=float(beta))
+
+
+def _space_dtype(start, stop, dtype):
+    if dtype is not None:
+        return standardize_dtype(dtype)
+    d = config.floatx()
+    for v in (start, stop):
+        t = as_tensor(v)
+        if t._value.dtype.is_floating_point and t.dtype == "float64":
+            d = "float64"
+    return d
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10, dtype=None, axis=0):
+    """`base ** linspace(start, stop, num)`: samples evenly spaced on a log scale.
+
+    Example:
+        >>> keratron.ops.logspace(0.0, 2.0, 3).numpy()
+        array([  1.,  10., 100.], dtype=float32)
+    """
+    out_dtype = _space_dtype(start, stop, dtype)
+    exps = linspace(start, stop, num, endpoint=endpoint, dtype="float64", axis=axis)
+    return cast(power(as_tensor(float(base), dtype="float64"), exps), out_dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Samples evenly spaced on a log scale from `start` to `stop` (same sign, nonzero).
+
+    Example:
+        >>> keratron.ops.geomspace(1.0, 1000.0, 4).numpy()
+        array([   1.,   10.,  100., 1000.], dtype=float32)
+    """
+    out_dtype = _space_dtype(start, stop, dtype)
+    s = as_tensor(start, dtype="float64")
+    e = as_tensor(stop, dtype="float64")
+    if _concrete(s) and bool(_any(logical_or(equal(s, 0), equal(e, 0)))):
+        raise ValueError("geomspace: `start` and `stop` must be nonzero.")
+    sgn = sign(s)
+    exps = linspace(log10(abs(s)), log10(abs(e)), num, endpoint=endpoint, dtype="float64")
+    out = multiply(power(as_tensor(10.0, dtype="float64"), exps), sgn)
+    if int(num) > 0:
+        # numpy returns the end points exactly.
+        first = expand_dims(s, 0)
+        rest = get_item(out, slice(1, None))
+        out = concatenate([broadcast_to(first, (1,) + tuple(s.shape)), rest], axis=0)
+        if endpoint and int(num) > 1:
+            last = expand_dims(broadcast_to(e, tuple(s.shape)), 0)
+            out = concatenate([get_item(out, slice(0, -1)), last], axis=0)
+    out = moveaxis(out, 0, canonical_axis(axis, out.ndim, "geomspace"))
+    return cast(out, out_dtype)

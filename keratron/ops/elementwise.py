@@ -5,12 +5,21 @@ Each primitive is defined on adjacent lines: implementation (torch), VJP (keratr
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import torch
 
+from keratron import config
 from keratron.autodiff.dtypes import standardize_dtype
-from keratron.ops._core import Primitive, Tensor, as_tensor, pair, to_torch_dtype
+from keratron.ops._core import (
+    Primitive,
+    Tensor,
+    as_tensor,
+    on_device,
+    pair,
+    to_torch_dtype,
+)
 
 __all__ = [
     "add",
@@ -95,21 +104,51 @@ __all__ = [
 ]
 
 
-def _unary(name, impl, vjp):
+def _promote(*xs) -> list[Tensor]:
+    xs = [as_tensor(x) for x in xs]
+    dt = xs[0]._value.dtype
+    for x in xs[1:]:
+        dt = torch.promote_types(dt, x._value.dtype)
+    if dt is torch.bool:
+        dt = torch.int32
+    dev = next((x._value.device for x in xs if x._value.is_cuda), xs[0]._value.device)
+    out = []
+    for x in xs:
+        x = cast(x, dt)
+        x = on_device(x, dev)
+        out.append(x)
+    return out
+
+
+def _float(x) -> Tensor:
+    """`x` as a floating tensor: integers and bools become floatx."""
+    x = as_tensor(x)
+    return x if x._value.dtype.is_floating_point else cast(x, config.floatx())
+
+
+def _unary(name, impl, vjp=None, to_float=False):
+    """A unary primitive and its op; `to_float` casts integer and bool inputs to floatx."""
     p = Primitive(name, impl, vjp)
 
     def op(x):
-        return p.bind(as_tensor(x))
+        return p.bind(_float(x) if to_float else as_tensor(x))
 
     op.__name__ = name
     return p, op
 
 
-def _binary(name, impl, vjp):
+def _binary(name, impl, vjp=None, promote=False, to_float=False):
+    """A binary primitive and its op. `promote` casts both operands to their promoted dtype
+    (for torch kernels that do not promote); `to_float` then casts integers to floatx."""
     p = Primitive(name, impl, vjp)
 
     def op(x1, x2):
-        return p.bind(*pair(x1, x2))
+        a, b = pair(x1, x2)
+        if promote:
+            a, b = _promote(a, b)
+        if to_float:
+            a, b = _float(a), _float(b)
+        return p.bind(a, b)
 
     op.__name__ = name
     return p, op
@@ -324,7 +363,7 @@ def where(condition, x1=None, x2=None):
     """`x1` where `condition` else `x2`; with one argument, the indices where it is true."""
     c = as_tensor(condition)
     if x1 is None and x2 is None:
-        from keratron.ops.shape import nonzero
+        from keratron.ops.shaping import nonzero
 
         return nonzero(c)
     if x1 is None or x2 is None:
@@ -476,3 +515,475 @@ def _stop_gradient_impl(x):
 stop_gradient_p = Primitive("stop_gradient", _stop_gradient_impl)
 ones_like_p = Primitive("ones_like", torch.ones_like)
 zeros_like_p = Primitive("zeros_like", torch.zeros_like)
+
+
+# ------------------------------------------------------------------------ numpy extras
+__all__ += [
+    # elementwise
+    "isclose",
+    "erfc",
+    "cbrt",
+    "fmod",
+    "fabs",
+    "deg2rad",
+    "rad2deg",
+    "logaddexp2",
+    "sinc",
+    "signbit",
+    "fmax",
+    "fmin",
+    "gcd",
+    "lcm",
+    "ldexp",
+    "nextafter",
+    "i0",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "angle",
+    "conjugate",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "left_shift",
+    "right_shift",
+    "view",
+    "view_as_real",
+    "view_as_complex",
+    "polar",
+    "saturate_cast",
+]
+
+
+_isclose_p = Primitive(
+    "isclose",
+    lambda x, y, rtol, atol, equal_nan: torch.isclose(
+        x, y, rtol=rtol, atol=atol, equal_nan=equal_nan
+    ),
+)
+
+
+def isclose(x1, x2, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """Elementwise `|x1 - x2| <= atol + rtol * |x2|` (infinities equal only to themselves).
+
+    Example:
+        >>> keratron.ops.isclose([1.0, 2.0], [1.0 + 1e-9, 2.1]).numpy()
+        array([ True, False])
+    """
+    a, b = _promote(*pair(x1, x2))
+    return _isclose_p.bind(a, b, rtol=float(rtol), atol=float(atol), equal_nan=bool(equal_nan))
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_erfc_p, erfc = _unary(
+    "erfc",
+    torch.erfc,
+    lambda g, x, out: (multiply(g, multiply(-_TWO_OVER_SQRT_PI, exp(negative(square(x))))),),
+    to_float=True,
+)
+erfc.__doc__ = """Complementary error function, `1 - erf(x)`, accurate for large x.
+
+    Example:
+        >>> keratron.ops.erfc([0.0]).numpy()
+        array([1.], dtype=float32)
+    """
+
+# d cbrt / dx = 1 / (3 cbrt(x)^2): infinite at 0, as in numpy.
+_cbrt_p, cbrt = _unary(
+    "cbrt",
+    lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3.0),
+    lambda g, x, out: (divide(g, multiply(square(out), 3.0)),),
+    to_float=True,
+)
+cbrt.__doc__ = """Real cube root (negative for negative inputs).
+
+    Example:
+        >>> keratron.ops.cbrt([-8.0, 27.0]).numpy()
+        array([-2.,  3.], dtype=float32)
+    """
+
+_fmod_p, fmod = _binary(
+    "fmod",
+    torch.fmod,
+    lambda g, x, y, out: (g, negative(multiply(g, _trunc(divide(x, y))))),
+    promote=True,
+)
+fmod.__doc__ = """C-style remainder `x1 - trunc(x1 / x2) * x2` (sign of the dividend).
+
+    Example:
+        >>> keratron.ops.fmod([-3, 3], 2).numpy()
+        array([-1,  1], dtype=int32)
+    """
+
+
+def _trunc(x):
+    from keratron.ops.elementwise import trunc
+
+    return trunc(x)
+
+
+def fabs(x):
+    """Absolute value, always floating point.
+
+    Example:
+        >>> keratron.ops.fabs([-2]).numpy()
+        array([2.], dtype=float32)
+    """
+    return abs(_float(x))
+
+
+def deg2rad(x):
+    """Degrees to radians.
+
+    Example:
+        >>> keratron.ops.deg2rad([180.0]).numpy()
+        array([3.1415927], dtype=float32)
+    """
+    return multiply(_float(x), math.pi / 180.0)
+
+
+def rad2deg(x):
+    """Radians to degrees.
+
+    Example:
+        >>> keratron.ops.rad2deg([math.pi]).numpy()
+        array([180.], dtype=float32)
+    """
+    return multiply(_float(x), 180.0 / math.pi)
+
+
+_logaddexp2_p, logaddexp2 = _binary(
+    "logaddexp2",
+    torch.logaddexp2,
+    lambda g, x, y, out: (multiply(g, exp2(subtract(x, out))), multiply(g, exp2(subtract(y, out)))),
+    to_float=True,
+    promote=True,
+)
+logaddexp2.__doc__ = """`log2(2**x1 + 2**x2)`, computed without overflow.
+
+    Example:
+        >>> keratron.ops.logaddexp2([1.0], [1.0]).numpy()
+        array([2.], dtype=float32)
+    """
+
+
+def _sinc_vjp(g, x, out):
+    # d sinc / dx = (cos(pi x) - sinc(x)) / x, which tends to 0 at x = 0.
+    nz = not_equal(x, 0)
+    safe = where(nz, x, 1)
+    d = divide(subtract(cos(multiply(safe, math.pi)), out), safe)
+    return (where(nz, multiply(g, d), 0),)
+
+
+_sinc_p, sinc = _unary("sinc", torch.sinc, _sinc_vjp, to_float=True)
+sinc.__doc__ = """Normalized sinc, `sin(pi x) / (pi x)`, with sinc(0) = 1.
+
+    Example:
+        >>> keratron.ops.sinc([0.0]).numpy()
+        array([1.], dtype=float32)
+    """
+
+_signbit_p, signbit = _unary("signbit", torch.signbit, to_float=False)
+signbit.__doc__ = """True where the sign bit is set (negative numbers and -0.0).
+
+    Example:
+        >>> keratron.ops.signbit([-0.0, 1.0]).numpy()
+        array([ True, False])
+    """
+
+
+def _fmax_vjp(g, x, y, out):
+    # The non-NaN operand receives the gradient; ties go to x, as `maximum` does.
+    to_x = logical_or(greater_equal(x, y), isnan(y))
+    return where(to_x, g, 0), where(to_x, 0, g)
+
+
+def _fmin_vjp(g, x, y, out):
+    to_x = logical_or(less_equal(x, y), isnan(y))
+    return where(to_x, g, 0), where(to_x, 0, g)
+
+
+_fmax_p, fmax = _binary("fmax", torch.fmax, _fmax_vjp, promote=True)
+fmax.__doc__ = """Elementwise maximum that ignores NaNs (NaN only where both are NaN).
+
+    Example:
+        >>> keratron.ops.fmax([1.0, float("nan")], [2.0, 3.0]).numpy()
+        array([2., 3.], dtype=float32)
+    """
+_fmin_p, fmin = _binary("fmin", torch.fmin, _fmin_vjp, promote=True)
+fmin.__doc__ = """Elementwise minimum that ignores NaNs (NaN only where both are NaN).
+
+    Example:
+        >>> keratron.ops.fmin([1.0, float("nan")], [2.0, 3.0]).numpy()
+        array([1., 3.], dtype=float32)
+    """
+
+
+def _int_binary(name, fn):
+    p = Primitive(name, fn)
+
+    def op(x1, x2):
+        a, b = _promote(*pair(x1, x2))
+        if a._value.dtype.is_floating_point or a._value.dtype.is_complex:
+            raise TypeError(
+                f"{name}: arguments must be integers or bools. Received dtypes "
+                f"{as_tensor(x1).dtype} and {as_tensor(x2).dtype}."
+            )
+        return p.bind(a, b)
+
+    op.__name__ = name
+    return op
+
+
+gcd = _int_binary("gcd", torch.gcd)
+gcd.__doc__ = """Greatest common divisor of integer tensors.
+
+    Example:
+        >>> keratron.ops.gcd([12, 18], 8).numpy()
+        array([4, 2], dtype=int32)
+    """
+lcm = _int_binary("lcm", torch.lcm)
+lcm.__doc__ = """Least common multiple of integer tensors.
+
+    Example:
+        >>> keratron.ops.lcm([4, 6], 3).numpy()
+        array([12,  6], dtype=int32)
+    """
+bitwise_and = _int_binary("bitwise_and", torch.bitwise_and)
+bitwise_and.__doc__ = """Bitwise AND of integer (or bool) tensors.
+
+    Example:
+        >>> keratron.ops.bitwise_and([12], [10]).numpy()
+        array([8], dtype=int32)
+    """
+bitwise_or = _int_binary("bitwise_or", torch.bitwise_or)
+bitwise_or.__doc__ = """Bitwise OR of integer (or bool) tensors.
+
+    Example:
+        >>> keratron.ops.bitwise_or([12], [10]).numpy()
+        array([14], dtype=int32)
+    """
+bitwise_xor = _int_binary("bitwise_xor", torch.bitwise_xor)
+bitwise_xor.__doc__ = """Bitwise XOR of integer (or bool) tensors.
+
+    Example:
+        >>> keratron.ops.bitwise_xor([12], [10]).numpy()
+        array([6], dtype=int32)
+    """
+bitwise_left_shift = _int_binary("bitwise_left_shift", torch.bitwise_left_shift)
+bitwise_left_shift.__doc__ = """Shifts the bits of `x` left by `y`.
+
+    Example:
+        >>> keratron.ops.bitwise_left_shift([1, 3], 2).numpy()
+        array([ 4, 12], dtype=int32)
+    """
+bitwise_right_shift = _int_binary("bitwise_right_shift", torch.bitwise_right_shift)
+bitwise_right_shift.__doc__ = """Shifts the bits of `x` right by `y` (arithmetic shift).
+
+    Example:
+        >>> keratron.ops.bitwise_right_shift([8, -8], 2).numpy()
+        array([ 2, -2], dtype=int32)
+    """
+left_shift = bitwise_left_shift
+right_shift = bitwise_right_shift
+_bitwise_not_p = Primitive("bitwise_not", torch.bitwise_not)
+
+
+def bitwise_not(x):
+    """Bitwise NOT (logical NOT for bools).
+
+    Example:
+        >>> keratron.ops.bitwise_not([0, 5]).numpy()
+        array([-1, -6], dtype=int32)
+    """
+    x = as_tensor(x)
+    if x._value.dtype.is_floating_point or x._value.dtype.is_complex:
+        raise TypeError(f"bitwise_not: x must be an integer or bool tensor. Received {x.dtype}.")
+    return _bitwise_not_p.bind(x)
+
+
+def ldexp(x1, x2):
+    """`x1 * 2**x2` with an integer exponent `x2`.
+
+    Example:
+        >>> keratron.ops.ldexp([3.0], [2]).numpy()
+        array([12.], dtype=float32)
+    """
+    x2 = as_tensor(x2)
+    if x2._value.dtype.is_floating_point or x2._value.dtype.is_complex:
+        raise TypeError(f"ldexp: the exponent x2 must be an integer tensor. Received {x2.dtype}.")
+    x1 = _float(x1)
+    return multiply(x1, exp2(cast(x2, x1.dtype)))
+
+
+_nextafter_p, nextafter = _binary("nextafter", torch.nextafter, to_float=True, promote=True)
+nextafter.__doc__ = """The next representable float after `x1` in the direction of `x2`.
+
+    Example:
+        >>> float(keratron.ops.nextafter(1.0, 2.0)) > 1.0
+        True
+    """
+
+
+def _i1_vjp(g, x, out):
+    # I1'(x) = I0(x) - I1(x) / x, which is 1/2 at x = 0.
+    nz = not_equal(x, 0)
+    d = subtract(_i0_p.bind(x), divide(out, where(nz, x, 1)))
+    return (multiply(g, where(nz, d, 0.5)),)
+
+
+_i1_p = Primitive("i1", torch.special.i1, _i1_vjp)
+_i0_p, i0 = _unary("i0", torch.i0, lambda g, x, out: (multiply(g, _i1_p.bind(x)),), to_float=True)
+i0.__doc__ = """Modified Bessel function of the first kind, order 0.
+
+    Example:
+        >>> keratron.ops.i0([0.0, 1.0]).numpy().round(4)
+        array([1.    , 1.2661], dtype=float32)
+    """
+
+_isneginf_p, isneginf = _unary("isneginf", torch.isneginf, to_float=False)
+isneginf.__doc__ = """True where `x` is negative infinity.
+
+    Example:
+        >>> keratron.ops.isneginf([-float("inf"), 1.0]).numpy()
+        array([ True, False])
+    """
+_isposinf_p, isposinf = _unary("isposinf", torch.isposinf, to_float=False)
+isposinf.__doc__ = """True where `x` is positive infinity.
+
+    Example:
+        >>> keratron.ops.isposinf([float("inf"), 1.0]).numpy()
+        array([ True, False])
+    """
+_isreal_p, isreal = _unary("isreal", torch.isreal, to_float=False)
+isreal.__doc__ = """True where the imaginary part is zero (everywhere, for real tensors).
+
+    Example:
+        >>> keratron.ops.isreal([1.0, 2.0]).numpy()
+        array([ True,  True])
+    """
+_angle_p, angle = _unary("angle", torch.angle, to_float=True)
+angle.__doc__ = """The argument of each element: 0 for non-negative reals, pi for negative ones.
+
+    Example:
+        >>> keratron.ops.angle([-1.0, 2.0]).numpy()
+        array([3.1415927, 0.       ], dtype=float32)
+    """
+conjugate = conj
+
+_view_p = Primitive("view", lambda x, dtype: x.view(dtype))
+
+
+def view(x, dtype=None):
+    """Reinterprets the bytes of `x` as `dtype` (the last axis scales with the item size).
+
+    Example:
+        >>> keratron.ops.view(keratron.ops.ones((2,), "float32"), "int32").numpy()
+        array([1065353216, 1065353216], dtype=int32)
+    """
+    x = as_tensor(x)
+    if dtype is None:
+        return x
+    td = to_torch_dtype(standardize_dtype(dtype))
+    old, new = x._value.element_size(), torch.empty((), dtype=td).element_size()
+    if old != new and (x.ndim == 0 or (x.shape[-1] * old) % new):
+        raise ValueError(
+            f"view: cannot view a tensor of shape {x.shape} and dtype {x.dtype} as {dtype}: "
+            "the last axis must hold a whole number of the new items."
+        )
+    return _view_p.bind(x, dtype=td)
+
+
+_view_as_real_p = Primitive("view_as_real", lambda x: torch.view_as_real(x).clone())
+_view_as_complex_p = Primitive(
+    "view_as_complex", lambda x: torch.view_as_complex(x.contiguous()).clone()
+)
+
+
+def view_as_real(x):
+    """A complex tensor as a real one with a trailing axis of size 2 (real, imaginary).
+
+    Example:
+        >>> keratron.ops.view_as_real(np.array([1 + 2j], "complex64")).numpy()
+        array([[1., 2.]], dtype=float32)
+    """
+    x = as_tensor(x)
+    if not x._value.dtype.is_complex:
+        raise ValueError(f"view_as_real: x must be a complex tensor. Received dtype {x.dtype}.")
+    return _view_as_real_p.bind(x)
+
+
+def view_as_complex(x):
+    """A real tensor with a trailing axis of size 2 as a complex tensor.
+
+    Example:
+        >>> keratron.ops.view_as_complex([[1.0, 2.0]]).numpy()
+        array([1.+2.j], dtype=complex64)
+    """
+    x = _float(x)
+    if x.ndim == 0 or x.shape[-1] != 2:
+        raise ValueError(
+            f"view_as_complex: the last axis of x must have size 2. Received shape {x.shape}."
+        )
+    if x.dtype not in ("float32", "float64"):
+        x = cast(x, "float32")
+    return _view_as_complex_p.bind(x)
+
+
+_polar_p = Primitive("polar", torch.polar)
+
+
+def polar(abs_, angle):
+    """The complex numbers `abs_ * exp(1j * angle)`.
+
+    Example:
+        >>> keratron.ops.polar([2.0], [0.0]).numpy()
+        array([2.+0.j], dtype=complex64)
+    """
+    a, t = _promote(_float(abs_), _float(angle))
+    if a.dtype not in ("float32", "float64"):
+        a, t = cast(a, "float32"), cast(t, "float32")
+    return _polar_p.bind(a, t)
+
+
+def _dtype_limits(dtype: torch.dtype):
+    if dtype is torch.bool:
+        return 0, 1
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+    else:
+        info = torch.iinfo(dtype)
+    return info.min, info.max
+
+
+def saturate_cast(x, dtype):
+    """Casts to `dtype`, first clipping values to the range that `dtype` can hold.
+
+    Example:
+        >>> keratron.ops.saturate_cast([-5.0, 300.0], "uint8").numpy()
+        array([  0, 255], dtype=uint8)
+    """
+    x = as_tensor(x)
+    td = to_torch_dtype(standardize_dtype(dtype))
+    src = x._value.dtype
+    in_min, in_max = _dtype_limits(src)
+    out_min, out_max = _dtype_limits(td)
+    lo, hi = builtins.max(in_min, out_min), builtins.min(in_max, out_max)
+    if src.is_floating_point:
+        # A limit that rounds outward in the source precision (float32 cannot hold
+        # 2**31 - 1) is nudged inward, so the cast never overflows.
+        lo_t = torch.tensor(lo, dtype=src)
+        hi_t = torch.tensor(hi, dtype=src)
+        if float(lo_t) < out_min:
+            lo_t = torch.nextafter(lo_t, torch.tensor(0, dtype=src))
+        if float(hi_t) > out_max:
+            hi_t = torch.nextafter(hi_t, torch.tensor(0, dtype=src))
+        lo, hi = float(lo_t), float(hi_t)
+    elif src is torch.bool:
+        return cast(x, td)
+    else:
+        lo, hi = int(lo), int(hi)
+    return cast(clip(x, lo, hi), td)

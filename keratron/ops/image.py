@@ -18,8 +18,9 @@ import torch
 from keratron import config
 from keratron.autodiff.tensor import Tensor
 from keratron.ops._core import as_tensor
-from keratron.ops.conv import conv, depthwise_conv
+from keratron.ops.convolution import conv, depthwise_conv
 from keratron.ops.elementwise import (
+    _float,
     abs,
     add,
     cast,
@@ -43,10 +44,10 @@ from keratron.ops.elementwise import (
     subtract,
     where,
 )
-from keratron.ops.extra import _const, _float
 from keratron.ops.linalg import _promote, matmul, solve
 from keratron.ops.reduction import mean, sum
-from keratron.ops.shape import (
+from keratron.ops.shaping import (
+    _const,
     _home,
     concatenate,
     expand_dims,

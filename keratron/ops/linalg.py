@@ -5,24 +5,37 @@
 activation epilogue, applied in place on the fresh product, so a Dense layer is one call. Its
 VJP takes the activation's derivative from the output (relu, relu6, sigmoid, tanh) or from the
 recomputed pre-activation (gelu), then forms both products. A device kernel may be attached as
-`matmul_p.kernel` (see `ops._dispatch`). The epilogue helpers here are shared with `ops.conv`.
+`matmul_p.kernel` (see `ops._dispatch`). The epilogue helpers here are shared with `ops.convolution`.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import string
 
 import torch
 import torch.nn.functional as F
 
-from keratron import config
+from keratron.autodiff.jvp import jvp
 from keratron.ops import reduction
-from keratron.ops._core import Primitive, Tensor, as_tensor, canonical_axis, on_device
+from keratron.ops._core import (
+    Primitive,
+    Tensor,
+    as_tensor,
+    canonical_axis,
+    on_device_of,
+)
+from keratron.ops.creation import (
+    eye,
+)
 from keratron.ops.elementwise import (
+    _float,
+    _promote,
     abs,
     add,
     cast,
+    divide,
     erf,
     exp,
     greater,
@@ -38,7 +51,18 @@ from keratron.ops.elementwise import (
     tanh,
     where,
 )
-from keratron.ops.shape import broadcast_to, moveaxis, reshape, transpose
+from keratron.ops.shaping import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    get_item,
+    moveaxis,
+    reshape,
+    squeeze,
+    transpose,
+    tril,
+    triu,
+)
 
 __all__ = [
     "matmul",
@@ -54,7 +78,7 @@ __all__ = [
     "inv",
 ]
 
-# ------------------------------------------------------------------------------ epilogues
+# ------------------------------------------------------------------------ epilogues
 EPILOGUE_ACTIVATIONS = (None, "relu", "relu6", "gelu", "gelu_tanh", "sigmoid", "tanh")
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
@@ -121,7 +145,7 @@ def epilogue_grad(g: Tensor, out: Tensor, activation, pre_activation) -> Tensor:
     return multiply(g, gelu_derivative(pre_activation(), activation == "gelu_tanh"))
 
 
-# ------------------------------------------------------------------------------ matmul
+# ------------------------------------------------------------------------ matmul
 def _matmul_impl(x, w, b, activation):
     if x.dim() == 2 and w.dim() == 2:
         y = torch.mm(x, w) if b is None else torch.addmm(b, x, w)
@@ -158,28 +182,6 @@ def _matmul_vjp(g, x, w, b, out, activation):
 
 matmul_p = Primitive("matmul", _matmul_impl, _matmul_vjp)
 # matmul_p.kernel: optional device route, attached by the Triton kernels package.
-
-
-def _promote(*xs) -> list[Tensor]:
-    xs = [as_tensor(x) for x in xs]
-    dt = xs[0]._value.dtype
-    for x in xs[1:]:
-        dt = torch.promote_types(dt, x._value.dtype)
-    if dt is torch.bool:
-        dt = torch.int32
-    dev = next((x._value.device for x in xs if x._value.is_cuda), xs[0]._value.device)
-    out = []
-    for x in xs:
-        x = cast(x, dt)
-        x = on_device(x, dev)
-        out.append(x)
-    return out
-
-
-def _float(x: Tensor) -> Tensor:
-    if x._value.dtype.is_floating_point:
-        return x
-    return cast(x, config.floatx())
 
 
 def _plain_matrix_product(x1, x2, transpose_x2: bool = False) -> Tensor | None:
@@ -289,7 +291,7 @@ def fused_matmul(x, w, bias=None, activation=None):
     return matmul_p.bind(x, w, b, activation=activation)
 
 
-# ------------------------------------------------------------------------------ einsum
+# ------------------------------------------------------------------------ einsum
 def _einsum_impl(*operands, equation):
     return torch.einsum(equation, *operands)
 
@@ -414,7 +416,7 @@ def einsum(subscripts, *operands):
     return einsum_p.bind(*xs, equation=equation)
 
 
-# ------------------------------------------------------------------------------ products
+# ------------------------------------------------------------------------ products
 def tensordot(x1, x2, axes=2):
     """Sum of products over the given axes (numpy's `tensordot`).
 
@@ -529,7 +531,7 @@ def vdot(x1, x2):
     return einsum_p.bind(reshape(x1, (-1,)), reshape(x2, (-1,)), equation="a,a->")
 
 
-# ------------------------------------------------------------------------------ norms
+# ------------------------------------------------------------------------ norms
 def _safe_sqrt(s: Tensor) -> Tensor:
     """sqrt with gradient 0 (not NaN) at 0, as torch.linalg.norm has."""
     pos = greater(s, 0)
@@ -635,7 +637,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return reshape(r, tuple(d for i, d in enumerate(r.shape) if i not in axes))
 
 
-# ------------------------------------------------------------------------------ solve, inv
+# ------------------------------------------------------------------------ solve, inv
 def _solve_vjp(g, a, b, out):
     gb = solve_p.bind(_mT(a), g)
     return negative(matmul_p.bind(gb, _mT(out), None, activation=None)), gb
@@ -693,3 +695,470 @@ def inv(x):
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"inv: expected a square matrix (..., M, M). Received shape {x.shape}.")
     return inv_p.bind(x)
+
+
+# ------------------------------------------------------------------ decompositions, solvers
+__all__ += [
+    "det",
+    "slogdet",
+    "logdet",
+    "cholesky",
+    "cholesky_inverse",
+    "solve_triangular",
+    "qr",
+    "eigh",
+    "eig",
+    "svd",
+    "pinv",
+    "lstsq",
+    "matrix_rank",
+    "lu_factor",
+    "jvp",
+]
+
+
+def _square_float(x, op) -> Tensor:
+    x = _float(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{op}: expected square matrices (..., M, M). Received shape {x.shape}.")
+    if x.dtype in ("float16", "bfloat16"):
+        x = cast(x, "float32")  # torch's linear algebra needs float32 or float64
+    return x
+
+
+def _mm(a, b):
+    return matmul(a, b)
+
+
+def _batch_scalar(s: Tensor) -> Tensor:
+    """(...,) -> (..., 1, 1), to scale a stack of matrices."""
+    return reshape(s, tuple(s.shape) + (1, 1))
+
+
+# d det(A) = det(A) tr(A^-1 dA): the cotangent is g det(A) A^-T.
+_det_p = Primitive(
+    "det",
+    torch.linalg.det,
+    lambda g, x, out: (multiply(_batch_scalar(multiply(g, out)), _mT(inv(x))),),
+)
+
+
+def det(x):
+    """Determinant of square matrices (batched over leading axes).
+
+    Example:
+        >>> keratron.ops.det([[2.0, 0.0], [0.0, 3.0]]).numpy()
+        array(6., dtype=float32)
+    """
+    return _det_p.bind(_square_float(x, "det"))
+
+
+def _slogdet_vjp(gs, x, out):
+    g = gs[1]  # the sign is piecewise constant
+    return (multiply(_batch_scalar(g), _mT(inv(x))),)
+
+
+_slogdet_p = Primitive(
+    "slogdet", lambda x: tuple(torch.linalg.slogdet(x)), _slogdet_vjp, multiple_results=True
+)
+
+
+def slogdet(x):
+    """Sign and log of the absolute value of the determinant.
+
+    Returns:
+        `(sign, logabsdet)`; the determinant is `sign * exp(logabsdet)`.
+
+    Example:
+        >>> s, l = keratron.ops.slogdet([[-2.0, 0.0], [0.0, 3.0]])
+        >>> float(s), round(float(l), 4)
+        (-1.0, 1.7918)
+    """
+    return _slogdet_p.bind(_square_float(x, "slogdet"))
+
+
+_logdet_p = Primitive(
+    "logdet",
+    torch.logdet,
+    lambda g, x, out: (multiply(_batch_scalar(g), _mT(inv(x))),),
+)
+
+
+def logdet(x):
+    """Log of the determinant (NaN for a negative determinant), as torch.logdet.
+
+    Example:
+        >>> keratron.ops.logdet([[1.0, 0.0], [0.0, 2.0]]).numpy()
+        array(0.6931472, dtype=float32)
+    """
+    return _logdet_p.bind(_square_float(x, "logdet"))
+
+
+def _cholesky_impl(x):
+    l, info = torch.linalg.cholesky_ex(x)
+    if not x.is_meta and bool((info != 0).any()):
+        raise ValueError("cholesky: the input is not positive-definite (factorization failed).")
+    return l
+
+
+def _phi(x: Tensor) -> Tensor:
+    """Lower triangle with the diagonal halved."""
+    return subtract(tril(x), multiply(triu(tril(x)), 0.5))
+
+
+def _cholesky_vjp(g, x, out):
+    # A = L L^T gives L^-1 dA L^-T = X + X^T with X = L^-1 dL lower triangular, so
+    # dL = L phi(L^-1 dA L^-T) and the cotangent is L^-T phi(L^T gL) L^-1, symmetrized.
+    lt = _mT(out)
+    p = _phi(matmul(lt, g))
+    y = _solve_tri(lt, p, lower=False)  # L^-T P
+    ga = _mT(_solve_tri(lt, _mT(y), lower=False))  # (L^-T (L^-T P)^T)^T = L^-T P L^-1
+    return (multiply(add(ga, _mT(ga)), 0.5),)
+
+
+_cholesky_p = Primitive("cholesky", _cholesky_impl, _cholesky_vjp)
+
+
+def cholesky(x, upper=False):
+    """Cholesky factor of a symmetric positive-definite matrix: lower `L` with
+    `x = L @ L.T` (or upper `U = L.T` with `upper=True`). Only the lower triangle of `x` is
+    read; gradients are symmetric.
+
+    Example:
+        >>> keratron.ops.cholesky([[4.0, 2.0], [2.0, 2.0]]).numpy()
+        array([[2., 0.],
+               [1., 1.]], dtype=float32)
+    """
+    l = _cholesky_p.bind(_square_float(x, "cholesky"))
+    return _mT(l) if upper else l
+
+
+def cholesky_inverse(x, upper=False):
+    """The inverse of `A` from its Cholesky factor (`A = L @ L.T`, or `U.T @ U` when
+    `upper`).
+
+    Example:
+        >>> keratron.ops.cholesky_inverse([[2.0, 0.0], [1.0, 1.0]]).shape
+        (2, 2)
+    """
+    f = _square_float(x, "cholesky_inverse")
+    ident = eye(f.shape[-1], dtype=f.dtype)
+    ident = broadcast_to(on_device_of(ident, f), f.shape)
+    if upper:
+        u_inv = _solve_tri(f, ident, lower=False)
+        return matmul(u_inv, _mT(u_inv))
+    l_inv = _solve_tri(f, ident, lower=True)
+    return matmul(_mT(l_inv), l_inv)
+
+
+def _solve_tri_vjp(g, a, b, out, lower):
+    gb = _solve_tri(_mT(a), g, lower=not lower)
+    ga = negative(matmul(gb, _mT(out)))
+    return (tril(ga) if lower else triu(ga)), gb
+
+
+_solve_tri_p = Primitive(
+    "solve_triangular",
+    lambda a, b, lower: torch.linalg.solve_triangular(a, b, upper=not lower),
+    _solve_tri_vjp,
+)
+
+
+def _solve_tri(a, b, lower):
+    return _solve_tri_p.bind(a, b, lower=bool(lower))
+
+
+def solve_triangular(a, b, lower=False):
+    """Solves `a @ x = b` for triangular `a` (only its lower or upper triangle is read);
+    `b` is `(..., M, K)` or `(..., M)`.
+
+    Example:
+        >>> keratron.ops.solve_triangular([[2.0, 0.0], [1.0, 1.0]], [2.0, 3.0], lower=True).numpy()
+        array([1., 2.], dtype=float32)
+    """
+    a = _square_float(a, "solve_triangular")
+    a, b = _promote(a, _float(b))
+    vector = b.ndim == a.ndim - 1
+    if vector:
+        b = expand_dims(b, -1)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise ValueError(
+            f"solve_triangular: `b` must have shape (..., {a.shape[-1]}, K) or "
+            f"(..., {a.shape[-1]}). Received {b.shape} for `a` of shape {a.shape}."
+        )
+    x = _solve_tri(a, b, lower)
+    return squeeze(x, -1) if vector else x
+
+
+def _copyltu(m: Tensor) -> Tensor:
+    """The symmetric matrix whose lower triangle is that of `m`."""
+    return add(tril(m), _mT(tril(m, -1)))
+
+
+def _qr_tall_vjp(gq, gr, q, r):
+    # m >= n, reduced: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q.
+    m_ = subtract(matmul(r, _mT(gr)), matmul(_mT(gq), q))
+    b = add(gq, matmul(q, _copyltu(m_)))
+    return _mT(_solve_tri(r, _mT(b), lower=False))
+
+
+def _qr_vjp(gs, x, out, mode):
+    gq, gr = gs
+    q, r = out
+    m, n = x.shape[-2], x.shape[-1]
+    if m >= n:
+        if mode == "complete" and m > n:
+            raise ValueError(
+                "qr: mode='complete' with more rows than columns is not differentiable (the "
+                "extra columns of Q are not unique); use mode='reduced'."
+            )
+        return (_qr_tall_vjp(gq, gr, q, r),)
+    # Wide: A = [X | Y] with X square; Q R_x = X and R_y = Q^T Y.
+    y = get_item(x, (Ellipsis, slice(m, None)))
+    u = get_item(r, (Ellipsis, slice(0, m)))
+    gu = get_item(gr, (Ellipsis, slice(0, m)))
+    gv = get_item(gr, (Ellipsis, slice(m, None)))
+    gx = _qr_tall_vjp(add(gq, matmul(y, _mT(gv))), gu, q, u)
+    gy = matmul(q, gv)
+    return (concatenate([gx, gy], axis=-1),)
+
+
+_qr_p = Primitive(
+    "qr", lambda x, mode: tuple(torch.linalg.qr(x, mode=mode)), _qr_vjp, multiple_results=True
+)
+
+
+def qr(x, mode="reduced"):
+    """QR decomposition `x = q @ r`, with `q` orthonormal columns and `r` upper triangular.
+
+    Args:
+        x: matrices (..., M, N).
+        mode: "reduced" (q: (..., M, K), r: (..., K, N), K = min(M, N)) or "complete"
+            (q: (..., M, M), r: (..., M, N)).
+
+    Example:
+        >>> q, r = keratron.ops.qr([[3.0, 0.0], [4.0, 5.0]])
+        >>> r.shape
+        (2, 2)
+    """
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete'. Received: mode={mode!r}")
+    x = _float(x)
+    if x.ndim < 2:
+        raise ValueError(f"qr: expected matrices (..., M, N). Received shape {x.shape}.")
+    if x.dtype in ("float16", "bfloat16"):
+        x = cast(x, "float32")
+    return _qr_p.bind(x, mode=mode)
+
+
+def _off_diag_inv_gaps(s: Tensor) -> Tensor:
+    """F[i, j] = 1 / (s[j] - s[i]) off the diagonal, 0 on it."""
+    gaps = subtract(expand_dims(s, -2), expand_dims(s, -1))
+    n = s.shape[-1]
+    off = on_device_of(cast(subtract(1, eye(n)), "bool"), s)
+    return where(off, divide(1.0, where(off, gaps, 1.0)), 0.0)
+
+
+def _eigh_vjp(gs, x, out):
+    gw, gv = gs
+    w, v = out
+    # gA = V (diag(gw) + F o (V^T gV)) V^T, F[i, j] = 1 / (w_j - w_i).
+    inner = multiply(_off_diag_inv_gaps(w), matmul(_mT(v), gv))
+    inner = add(
+        inner, multiply(expand_dims(gw, -1), on_device_of(eye(w.shape[-1], dtype=w.dtype), w))
+    )
+    return (matmul(matmul(v, inner), _mT(v)),)
+
+
+_eigh_p = Primitive("eigh", lambda x: tuple(torch.linalg.eigh(x)), _eigh_vjp, multiple_results=True)
+
+
+def eigh(x):
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices; only the lower
+    triangle is read.
+
+    Returns:
+        `(w, v)` with `x @ v[..., :, i] = w[..., i] * v[..., :, i]`.
+
+    Example:
+        >>> w, v = keratron.ops.eigh([[2.0, 0.0], [0.0, 1.0]])
+        >>> w.numpy()
+        array([1., 2.], dtype=float32)
+    """
+    return _eigh_p.bind(_square_float(x, "eigh"))
+
+
+_eig_p = Primitive("eig", lambda x: tuple(torch.linalg.eig(x)), multiple_results=True)
+
+
+def eig(x):
+    """Eigenvalues and right eigenvectors of general square matrices, as complex tensors
+    (no gradient).
+
+    Example:
+        >>> w, v = keratron.ops.eig([[2.0, 0.0], [0.0, 1.0]])
+        >>> w.dtype
+        'complex64'
+    """
+    return _eig_p.bind(_square_float(x, "eig"))
+
+
+def _svd_vjp(gs, x, out, full_matrices):
+    gu, gsv, gvh = gs
+    u, s, vh = out
+    m, n = x.shape[-2], x.shape[-1]
+    k = builtins.min(m, n)
+    if full_matrices and m != n:
+        raise ValueError(
+            "svd: full_matrices=True with a non-square input is not differentiable (the "
+            "extra singular vectors are not unique); use full_matrices=False."
+        )
+    v, gv = _mT(vh), _mT(gvh)
+    ut_gu, vt_gv = matmul(_mT(u), gu), matmul(_mT(v), gv)
+    f = _off_diag_inv_gaps(square(s))  # 1 / (s_j^2 - s_i^2)
+    j = multiply(f, subtract(ut_gu, _mT(ut_gu)))
+    kk = multiply(f, subtract(vt_gv, _mT(vt_gv)))
+    ident = on_device_of(eye(k, dtype=s.dtype), s)
+    inner = add(
+        add(multiply(j, expand_dims(s, -2)), multiply(expand_dims(s, -1), kk)),
+        multiply(expand_dims(gsv, -1), ident),
+    )
+    ga = matmul(matmul(u, inner), vh)
+    s_inv = divide(1.0, s)
+    if m > k:  # (I - U U^T) gU S^-1 V^T
+        proj = subtract(gu, matmul(u, ut_gu))
+        ga = add(ga, matmul(multiply(proj, expand_dims(s_inv, -2)), vh))
+    if n > k:  # U S^-1 gV^T (I - V V^T)
+        proj = subtract(gv, matmul(v, vt_gv))
+        ga = add(ga, matmul(multiply(u, expand_dims(s_inv, -2)), _mT(proj)))
+    return (ga,)
+
+
+_svd_p = Primitive(
+    "svd",
+    lambda x, full_matrices: tuple(torch.linalg.svd(x, full_matrices=full_matrices)),
+    _svd_vjp,
+    multiple_results=True,
+)
+
+
+def svd(x, full_matrices=True, compute_uv=True):
+    """Singular value decomposition `x = u @ diag(s) @ vh`, singular values descending.
+
+    Gradients need distinct singular values, and `full_matrices=False` for non-square
+    inputs (the extra singular vectors are not unique).
+
+    Returns:
+        `(u, s, vh)`, or only `s` when `compute_uv=False`.
+
+    Example:
+        >>> keratron.ops.svd([[3.0, 0.0], [0.0, 4.0]], compute_uv=False).numpy()
+        array([4., 3.], dtype=float32)
+    """
+    x = _float(x)
+    if x.ndim < 2:
+        raise ValueError(f"svd: expected matrices (..., M, N). Received shape {x.shape}.")
+    if x.dtype in ("float16", "bfloat16"):
+        x = cast(x, "float32")
+    if not compute_uv:
+        return svdvals_p.bind(x)
+    return _svd_p.bind(x, full_matrices=bool(full_matrices))
+
+
+def _pinv_vjp(g, x, out, rtol):
+    # For constant rank: gA = -P^T G P^T + (I - A P)^T G^T P P^T + P^T P G^T (I - P A),
+    # with P = pinv(A) (Golub and Pereyra).
+    p, pt, gt = out, _mT(out), _mT(g)
+    t1 = negative(matmul(matmul(pt, g), pt))
+    t2 = matmul(subtract(gt, matmul(matmul(x, p), gt)), matmul(p, pt))
+    t3 = matmul(matmul(pt, p), subtract(gt, matmul(matmul(gt, p), x)))
+    return (add(add(t1, t2), t3),)
+
+
+def _pinv_impl(x, rtol):
+    return torch.linalg.pinv(x, rtol=rtol) if rtol is not None else torch.linalg.pinv(x)
+
+
+_pinv_p = Primitive("pinv", _pinv_impl, _pinv_vjp)
+
+
+def pinv(x, rcond=None):
+    """Moore-Penrose pseudo-inverse; singular values below `rcond * max(s)` count as zero
+    (default `eps * max(M, N)`).
+
+    Example:
+        >>> keratron.ops.pinv([[2.0, 0.0], [0.0, 0.0]]).numpy()
+        array([[0.5, 0. ],
+               [0. , 0. ]], dtype=float32)
+    """
+    x = _float(x)
+    if x.ndim < 2:
+        raise ValueError(f"pinv: expected matrices (..., M, N). Received shape {x.shape}.")
+    if x.dtype in ("float16", "bfloat16"):
+        x = cast(x, "float32")
+    return _pinv_p.bind(x, rtol=None if rcond is None else float(rcond))
+
+
+def lstsq(a, b, rcond=None):
+    """Least-squares (minimum-norm) solution `x` of `a @ x = b`, computed as
+    `pinv(a, rcond) @ b`; `b` is `(M,)` or `(M, K)`.
+
+    Example:
+        >>> keratron.ops.lstsq([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], [1.0, 2.0, 3.0]).numpy()
+        array([1., 2.], dtype=float32)
+    """
+    a, b = _promote(_float(a), _float(b))
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise ValueError(
+            "lstsq: expected a of shape (M, N) and b of shape (M,) or (M, K). Received "
+            f"{a.shape} and {b.shape}."
+        )
+    return matmul(pinv(a, rcond), b)
+
+
+_matrix_rank_p = Primitive(
+    "matrix_rank",
+    lambda x, tol: (
+        torch.linalg.matrix_rank(x, atol=tol).to(torch.int32)
+        if tol is not None
+        else torch.linalg.matrix_rank(x).to(torch.int32)
+    ),
+)
+
+
+def matrix_rank(x, tol=None):
+    """Number of singular values above `tol` (default `max(s) * max(M, N) * eps`).
+
+    Example:
+        >>> keratron.ops.matrix_rank([[1.0, 2.0], [2.0, 4.0]]).numpy()
+        array(1, dtype=int32)
+    """
+    x = _float(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_rank: expected matrices (..., M, N). Received {x.shape}.")
+    if x.dtype in ("float16", "bfloat16"):
+        x = cast(x, "float32")
+    return _matrix_rank_p.bind(x, tol=None if tol is None else float(tol))
+
+
+def _lu_factor_impl(x):
+    lu, piv = torch.linalg.lu_factor(x)
+    return lu, (piv - 1).to(torch.int32)  # LAPACK's pivots count from 1
+
+
+_lu_factor_p = Primitive("lu_factor", _lu_factor_impl, multiple_results=True)
+
+
+def lu_factor(x):
+    """LU factorization with partial pivoting, packed as LAPACK's getrf (no gradient).
+
+    Returns:
+        `(lu, pivots)`: L (unit diagonal, below) and U (on and above) in one matrix, and the
+        0-based row swapped with row i at step i.
+
+    Example:
+        >>> lu, piv = keratron.ops.lu_factor([[1.0, 2.0], [3.0, 4.0]])
+        >>> piv.numpy()
+        array([1, 1], dtype=int32)
+    """
+    return _lu_factor_p.bind(_square_float(x, "lu_factor"))

@@ -4,16 +4,44 @@ from __future__ import annotations
 
 import torch
 
-from keratron.ops._core import Primitive, as_tensor, canonical_axis
+from keratron import config
+from keratron.autodiff.tensor import Tensor
+from keratron.ops._core import (
+    Primitive,
+    _axis_list,
+    _concrete,
+    as_tensor,
+    canonical_axis,
+)
 from keratron.ops.elementwise import (
+    _float,
+    add,
     cast,
     divide,
     equal,
     exp,
+    floor,
+    greater_equal,
+    isclose,
+    isnan,
+    less_equal,
+    logical_and,
+    logical_not,
+    maximum,
+    minimum,
     multiply,
     sqrt,
     square,
     subtract,
+    where,
+)
+from keratron.ops.shaping import (
+    broadcast_to,
+    gather_p,
+    moveaxis,
+    reshape,
+    sort,
+    transpose,
 )
 
 __all__ = [
@@ -50,7 +78,7 @@ def _keep_shape(shape, axes):
 
 def _expand_back(g, x, axis, keepdims):
     """Reshapes a reduced cotangent to keepdims form and broadcasts it to x's shape."""
-    from keratron.ops.shape import broadcast_to, reshape
+    from keratron.ops.shaping import broadcast_to, reshape
 
     axes = _axes(axis, x.ndim)
     if not keepdims:
@@ -242,7 +270,7 @@ cumsum_p = Primitive(
 
 def cumsum(x, axis=None, dtype=None):
     """Cumulative sum along `axis` (None flattens first)."""
-    from keratron.ops.shape import reshape
+    from keratron.ops.shaping import reshape
 
     x = as_tensor(x)
     if dtype is not None:
@@ -263,7 +291,7 @@ cumprod_p = Primitive("cumprod", lambda x, axis: torch.cumprod(x, dim=axis), _cu
 
 
 def cumprod(x, axis=None, dtype=None):
-    from keratron.ops.shape import reshape
+    from keratron.ops.shaping import reshape
 
     x = as_tensor(x)
     if dtype is not None:
@@ -312,11 +340,359 @@ def average(x, axis=None, weights=None):
         return mean(x, axis)
     w = as_tensor(weights, dtype=x.dtype)
     if w.ndim == 1 and x.ndim > 1 and axis is not None:
-        from keratron.ops.shape import reshape
+        from keratron.ops.shaping import reshape
 
         shape = [1] * x.ndim
         shape[axis] = w.shape[0]
         w = reshape(w, shape)
-    from keratron.ops.shape import broadcast_to
+    from keratron.ops.shaping import broadcast_to
 
     return divide(sum(multiply(x, w), axis), sum(broadcast_to(w, x.shape), axis))
+
+
+def allclose(x1, x2, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """Whether every element of `x1` is close to `x2` (see `isclose`), as a bool scalar.
+
+    Example:
+        >>> bool(keratron.ops.allclose([1.0, 2.0], [1.0, 2.0 + 1e-7]))
+        True
+    """
+    return all(isclose(x1, x2, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+__all__ += ["allclose"]
+
+
+# ------------------------------------------------------------------------ statistics
+__all__ += [
+    "nansum",
+    "nanmean",
+    "nanvar",
+    "nanstd",
+    "nanmax",
+    "nanmin",
+    "nanprod",
+    "nanargmax",
+    "nanargmin",
+    "nancumsum",
+    "nancumprod",
+    "ptp",
+    "quantile",
+    "percentile",
+    "median",
+    "nanquantile",
+    "nanpercentile",
+    "nanmedian",
+]
+
+
+def _nan_filled(x: Tensor, value) -> Tensor:
+    """`x` with NaNs replaced by `value` (integers cannot hold NaN and pass through)."""
+    if not x._value.dtype.is_floating_point:
+        return x
+    return where(isnan(x), value, x)
+
+
+def nansum(x, axis=None, keepdims=False):
+    """Sum treating NaNs as zero.
+
+    Example:
+        >>> keratron.ops.nansum([1.0, float("nan"), 2.0]).numpy()
+        array(3., dtype=float32)
+    """
+    return sum(_nan_filled(as_tensor(x), 0), axis=axis, keepdims=keepdims)
+
+
+def _nan_count(x: Tensor, axis, keepdims) -> Tensor:
+    return sum(cast(logical_not(isnan(x)), x.dtype), axis=axis, keepdims=keepdims)
+
+
+def nanmean(x, axis=None, keepdims=False):
+    """Mean over the non-NaN elements (NaN where there are none).
+
+    Example:
+        >>> keratron.ops.nanmean([1.0, float("nan"), 3.0]).numpy()
+        array(2., dtype=float32)
+    """
+    x = _float(x)
+    return divide(nansum(x, axis, keepdims), _nan_count(x, axis, keepdims))
+
+
+def nanvar(x, axis=None, keepdims=False):
+    """Population variance over the non-NaN elements.
+
+    Example:
+        >>> keratron.ops.nanvar([1.0, float("nan"), 3.0]).numpy()
+        array(1., dtype=float32)
+    """
+    x = _float(x)
+    m = nanmean(x, axis, keepdims=True)
+    # NaN slots get a zero deviation (not NaN * 0), so no NaN reaches the gradient.
+    nan = isnan(x)
+    dev = square(where(nan, 0.0, subtract(where(nan, 0.0, x), m)))
+    return divide(sum(dev, axis, keepdims), _nan_count(x, axis, keepdims))
+
+
+def nanstd(x, axis=None, keepdims=False):
+    """Population standard deviation over the non-NaN elements.
+
+    Example:
+        >>> keratron.ops.nanstd([1.0, float("nan"), 3.0]).numpy()
+        array(1., dtype=float32)
+    """
+    return sqrt(nanvar(x, axis, keepdims))
+
+
+def _nan_extreme(x, axis, keepdims, reduce, fill):
+    x = as_tensor(x)
+    if not x._value.dtype.is_floating_point:
+        return reduce(x, axis=axis, keepdims=keepdims)
+    nan = isnan(x)
+    r = reduce(where(nan, fill, x), axis=axis, keepdims=keepdims)
+    return where(all(nan, axis=axis, keepdims=keepdims), float("nan"), r)
+
+
+def nanmax(x, axis=None, keepdims=False):
+    """Maximum ignoring NaNs (NaN where every element is NaN).
+
+    Example:
+        >>> keratron.ops.nanmax([1.0, float("nan"), 3.0]).numpy()
+        array(3., dtype=float32)
+    """
+    return _nan_extreme(x, axis, keepdims, max, float("-inf"))
+
+
+def nanmin(x, axis=None, keepdims=False):
+    """Minimum ignoring NaNs (NaN where every element is NaN).
+
+    Example:
+        >>> keratron.ops.nanmin([1.0, float("nan"), 3.0]).numpy()
+        array(1., dtype=float32)
+    """
+    return _nan_extreme(x, axis, keepdims, min, float("inf"))
+
+
+def nanprod(x, axis=None, keepdims=False):
+    """Product treating NaNs as one.
+
+    Example:
+        >>> keratron.ops.nanprod([2.0, float("nan"), 3.0]).numpy()
+        array(6., dtype=float32)
+    """
+    return prod(_nan_filled(as_tensor(x), 1), axis=axis, keepdims=keepdims)
+
+
+def _nan_arg(x, axis, keepdims, reduce, fill):
+    x = as_tensor(x)
+    if not x._value.dtype.is_floating_point:
+        return reduce(x, axis=axis, keepdims=keepdims)
+    nan = isnan(x)
+    r = reduce(where(nan, fill, x), axis=axis, keepdims=keepdims)
+    all_nan = all(nan, axis=axis, keepdims=keepdims)
+    return where(all_nan, -1, r)
+
+
+def nanargmax(x, axis=None, keepdims=False):
+    """Index of the maximum ignoring NaNs; -1 where every element is NaN.
+
+    Example:
+        >>> keratron.ops.nanargmax([1.0, float("nan"), 3.0]).numpy()
+        array(2, dtype=int32)
+    """
+    return _nan_arg(x, axis, keepdims, argmax, float("-inf"))
+
+
+def nanargmin(x, axis=None, keepdims=False):
+    """Index of the minimum ignoring NaNs; -1 where every element is NaN.
+
+    Example:
+        >>> keratron.ops.nanargmin([4.0, float("nan"), 3.0]).numpy()
+        array(2, dtype=int32)
+    """
+    return _nan_arg(x, axis, keepdims, argmin, float("inf"))
+
+
+def nancumsum(x, axis=None, dtype=None):
+    """Cumulative sum treating NaNs as zero.
+
+    Example:
+        >>> keratron.ops.nancumsum([1.0, float("nan"), 2.0]).numpy()
+        array([1., 1., 3.], dtype=float32)
+    """
+    return cumsum(_nan_filled(as_tensor(x), 0), axis=axis, dtype=dtype)
+
+
+def nancumprod(x, axis=None, dtype=None):
+    """Cumulative product treating NaNs as one.
+
+    Example:
+        >>> keratron.ops.nancumprod([2.0, float("nan"), 3.0]).numpy()
+        array([2., 2., 6.], dtype=float32)
+    """
+    return cumprod(_nan_filled(as_tensor(x), 1), axis=axis, dtype=dtype)
+
+
+def ptp(x, axis=None, keepdims=False):
+    """Peak to peak: `max - min` along `axis`.
+
+    Example:
+        >>> keratron.ops.ptp([[1, 5], [2, 9]], axis=1).numpy()
+        array([4, 7], dtype=int32)
+    """
+    x = as_tensor(x)
+    return subtract(max(x, axis=axis, keepdims=keepdims), min(x, axis=axis, keepdims=keepdims))
+
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(x, q, axis, method, keepdims, op, ignore_nan):
+    """Sorts the reduced axes into one trailing axis and interpolates between order
+    statistics; the sort and the gathers carry the gradient to the selected elements."""
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(
+            f"{op}: `method` must be one of {_QUANTILE_METHODS}. Received: method={method!r}"
+        )
+    x = as_tensor(x)
+    out_dtype = x.dtype if x._value.dtype.is_floating_point else config.floatx()
+    if x.dtype in ("float16", "bfloat16"):
+        x = cast(x, "float32")
+    x = _float(x)
+    q = cast(as_tensor(q), x.dtype)
+    if q.ndim > 1:
+        raise ValueError(f"{op}: `q` must be a scalar or 1-D. Received shape {q.shape}.")
+    if (
+        _concrete(q)
+        and q.size
+        and not bool(all(logical_and(greater_equal(q, 0), less_equal(q, 1))))
+    ):
+        raise ValueError(f"{op}: quantiles must lie in [0, 1]. Received: q={q.numpy()}")
+    axes = _axis_list(axis, x.ndim, op)
+    other = [i for i in range(x.ndim) if i not in axes]
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    if n == 0:
+        raise ValueError(f"{op}: cannot take quantiles of an empty reduction.")
+    keep_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    y = transpose(x, other + list(axes)) if x.ndim else x
+    y = reshape(y, tuple(x.shape[i] for i in other) + (n,))
+    ys = sort(y, axis=-1)  # NaNs sort last
+    qv = reshape(q, (1,) * (y.ndim - 1) + (-1,))  # (..., nq)
+    if ignore_nan:
+        count = sum(cast(logical_not(isnan(y)), y.dtype), axis=-1, keepdims=True)
+    else:
+        count = float(n)
+    pos = multiply(qv, subtract(count, 1))
+    lo = floor(pos)
+    frac = subtract(pos, lo)
+    hi_limit = subtract(count, 1)
+
+    def at(idx):
+        idx = cast(minimum(maximum(idx, 0), hi_limit), "int64")
+        idx = broadcast_to(idx, ys.shape[:-1] + (idx.shape[-1],))
+        return gather_p.bind(ys, idx, axis=ys.ndim - 1)
+
+    if method == "lower":
+        r = at(lo)
+    elif method == "higher":
+        r = at(_ceil(pos))
+    elif method == "nearest":
+        r = at(_round(pos))
+    elif method == "midpoint":
+        r = multiply(add(at(lo), at(_ceil(pos))), 0.5)
+    else:
+        a, b = at(lo), at(add(lo, 1))
+        r = add(a, multiply(frac, subtract(b, a)))
+    if not ignore_nan and x._value.dtype.is_floating_point:
+        r = where(any(isnan(y), axis=-1, keepdims=True), float("nan"), r)
+    # r: (*other, nq) -> numpy's layout: q's axis first, then the kept axes.
+    shape = keep_shape if keepdims else tuple(x.shape[i] for i in other)
+    if q.ndim == 0:
+        r = reshape(r, shape)
+    else:
+        r = reshape(moveaxis(r, -1, 0), (q.shape[0],) + shape)
+    return cast(r, out_dtype)
+
+
+def _ceil(x):
+    from keratron.ops.elementwise import ceil
+
+    return ceil(x)
+
+
+def _round(x):
+    from keratron.ops.elementwise import round
+
+    return round(x)
+
+
+def quantile(x, q, axis=None, method="linear", keepdims=False):
+    """The `q`-th quantiles (q in [0, 1], scalar or 1-D) of `x` along `axis`, as numpy.
+
+    Args:
+        x: input tensor.
+        q: quantile(s) in [0, 1]; a 1-D `q` puts its axis first in the result.
+        axis: int, tuple of ints, or None (all axes).
+        method: "linear" (default), "lower", "higher", "midpoint" or "nearest".
+        keepdims: keep the reduced axes with size 1.
+
+    Example:
+        >>> keratron.ops.quantile([1.0, 2.0, 3.0, 4.0], 0.5).numpy()
+        array(2.5, dtype=float32)
+    """
+    return _quantile(x, q, axis, method, keepdims, "quantile", ignore_nan=False)
+
+
+def percentile(x, q, axis=None, method="linear", keepdims=False):
+    """The `q`-th percentiles (q in [0, 100]) of `x` along `axis`; see `quantile`.
+
+    Example:
+        >>> keratron.ops.percentile([1.0, 2.0, 3.0, 4.0], 50).numpy()
+        array(2.5, dtype=float32)
+    """
+    return _quantile(
+        x, divide(_float(q), 100.0), axis, method, keepdims, "percentile", ignore_nan=False
+    )
+
+
+def median(x, axis=None, keepdims=False):
+    """Median along `axis` (the mean of the two middle values for even counts).
+
+    Example:
+        >>> keratron.ops.median([3.0, 1.0, 2.0]).numpy()
+        array(2., dtype=float32)
+    """
+    return _quantile(x, 0.5, axis, "linear", keepdims, "median", ignore_nan=False)
+
+
+def nanquantile(x, q, axis=None, method="linear", keepdims=False):
+    """`quantile` over the non-NaN elements (NaN where there are none).
+
+    Example:
+        >>> keratron.ops.nanquantile([1.0, float("nan"), 3.0], 0.5).numpy()
+        array(2., dtype=float32)
+    """
+    return _quantile(x, q, axis, method, keepdims, "nanquantile", ignore_nan=True)
+
+
+def nanpercentile(x, q, axis=None, method="linear", keepdims=False):
+    """`percentile` over the non-NaN elements.
+
+    Example:
+        >>> keratron.ops.nanpercentile([1.0, float("nan"), 3.0], 50).numpy()
+        array(2., dtype=float32)
+    """
+    return _quantile(
+        x, divide(_float(q), 100.0), axis, method, keepdims, "nanpercentile", ignore_nan=True
+    )
+
+
+def nanmedian(x, axis=None, keepdims=False):
+    """`median` over the non-NaN elements.
+
+    Example:
+        >>> keratron.ops.nanmedian([1.0, float("nan"), 3.0]).numpy()
+        array(2., dtype=float32)
+    """
+    return _quantile(x, 0.5, axis, "linear", keepdims, "nanmedian", ignore_nan=True)

@@ -69,6 +69,11 @@ def _home(x: Tensor) -> torch.device:
     return torch.device(config.default_device()) if v.is_meta else v.device
 
 
+def _const(a: np.ndarray, like: Tensor, dtype=torch.int64) -> Tensor:
+    """A constant index/weight array on `like`'s device (its home device when tracing)."""
+    return Tensor(torch.as_tensor(a, dtype=dtype, device=_home(like)))
+
+
 def _with(t: Tensor, x: Tensor) -> Tensor:
     """`t` moved to `x`'s home device (data-free tensors stay where they are)."""
     return on_device(t, _home(x))

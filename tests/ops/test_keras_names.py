@@ -58,9 +58,67 @@ def test_ops_image_has_keras_image_names():
         assert callable(getattr(kt.ops.image, name)), name
 
 
-def test_extra_all_lists_only_defined_names():
-    from keratron.ops import extra
+def _keras_namespace_names(keras, name: str) -> set:
+    """The public names of `keras.ops.<name>`. Keras 3 has no public `keras.ops.core` or
+    `keras.ops.math` module: their names are the `keras.ops` functions defined in
+    `keras.src.ops.core` / `keras.src.ops.math`."""
+    import importlib
 
-    assert len(extra.__all__) == len(set(extra.__all__))
-    for name in extra.__all__:
-        assert callable(getattr(kt.ops, name)), name
+    if name in ("core", "math"):
+        src = importlib.import_module(f"keras.src.ops.{name}")
+        return {
+            n
+            for n in _public(src)
+            if callable(getattr(src, n)) and getattr(keras.ops, n, None) is getattr(src, n)
+        }
+    return _public(getattr(keras.ops, name))
+
+
+@pytest.mark.parametrize("name", ["numpy", "nn", "linalg", "image", "core", "math"])
+def test_namespace_has_every_keras_name(name):
+    keras = require("keras")
+    module = getattr(kt.ops, name)
+    assert len(module.__all__) == len(set(module.__all__)), name
+    missing = sorted(_keras_namespace_names(keras, name) - set(module.__all__))
+    assert missing == []
+    for op in module.__all__:
+        assert callable(getattr(module, op)), f"{name}.{op}"
+        # One definition per public name: a namespace re-exports the top-level op (image ops,
+        # as in Keras, live in their namespace only).
+        if hasattr(kt.ops, op):
+            assert getattr(module, op) is getattr(kt.ops, op), f"{name}.{op}"
+
+
+@pytest.mark.parametrize("name", ["numpy", "math"])
+def test_pure_namespaces_hold_exactly_keras_names(name):
+    keras = require("keras")
+    assert set(getattr(kt.ops, name).__all__) == _keras_namespace_names(keras, name)
+
+
+def test_family_modules_import_one_way():
+    """`_core -> elementwise -> shaping -> reduction -> creation -> linalg -> ...`: a family
+    module imports only families before it at module level."""
+    import ast
+    import pathlib
+
+    order = [
+        "_core", "elementwise", "shaping", "reduction", "creation", "linalg", "arrays",
+        "segment", "nn", "signal", "core", "image",
+    ]  # fmt: skip
+    root = pathlib.Path(kt.ops.__file__).parent
+    for i, mod in enumerate(order):
+        tree = ast.parse((root / f"{mod}.py").read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("keratron.ops"):
+                names = [node.module.split(".")[2]] if node.module.count(".") == 2 else []
+                names += [a.name for a in node.names if node.module == "keratron.ops"]
+                for dep in names:
+                    if dep in order:
+                        assert order.index(dep) < i, f"ops.{mod} imports ops.{dep}"
+
+
+def test_shape_ops_module_is_not_shadowed():
+    import keratron.ops.shaping as shaping
+
+    assert callable(kt.ops.shape)
+    assert kt.ops.shape is shaping.shape

@@ -421,7 +421,7 @@ def test_abstract_eval_runs_on_meta():
     )
     assert out == ((3, 5, 7), torch.float32)
     x = kt.convert_to_tensor(I3)
-    S = sys.modules["keratron.ops.shape"]  # `keratron.ops.shape` is the function, as in Keras
+    S = sys.modules["keratron.ops.shaping"]  # `keratron.ops.shape` is the function, as in Keras
     params, idx = S._parse_key(x, ([1, 0, 1], slice(None), slice(4, 0, -2)))
     avals = [(x.shape, torch.int32)] + [(t.shape, t._value.dtype) for t in idx]
     (out,) = PRIMITIVES["get_item"].abstract_eval(avals, {"key": params})
