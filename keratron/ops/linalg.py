@@ -5,7 +5,8 @@
 activation epilogue, applied in place on the fresh product, so a Dense layer is one call. Its
 VJP takes the activation's derivative from the output (relu, relu6, sigmoid, tanh) or from the
 recomputed pre-activation (gelu), then forms both products. A device kernel may be attached as
-`matmul_p.kernel` (see `ops._dispatch`). The epilogue helpers here are shared with `ops.convolution`.
+`matmul_p.kernel` (see `ops._dispatch`). The epilogue helpers here are shared with
+`ops.convolution`.
 """
 
 from __future__ import annotations
