@@ -8,8 +8,8 @@ much dynamic shared memory a launch asks for (`metadata.shared`).
 
 What is compiled, on both targets:
 
-- every entry of `aot_specs()` of every kernel module that `ROUTES` names: each autotune config
-  of each kernel, as the module chose to specialise it;
+- every entry of `aot_specs()` of the kernel module behind each registered Triton route: each
+  autotune config of each kernel, as the module chose to specialise it;
 - every launch that `bench/kernels_gpu.py` makes at its MobileNet, InceptionV3, Dense, LSTM and
   softmax shapes (float32 by default, TF32 dots), at every autotune config, specialised exactly
   as the JIT would: the launcher's constexprs (a GELU epilogue, no bias, a 16-wide softmax row,
@@ -56,13 +56,15 @@ from concurrent.futures import ProcessPoolExecutor
 
 import torch
 
-from keratron.triton_kernels import ROUTES
+import keratron  # noqa: F401  (registers every primitive and its routes)
+from keratron.autodiff.primitive import PRIMITIVES
 
 __all__ = [
     "SMS",
     "GPUS",
     "Spec",
     "Result",
+    "routes",
     "kernel_modules",
     "collect_specs",
     "autotune_configs",
@@ -191,9 +193,19 @@ class Spec:
         return dict(self.constexprs)
 
 
+def routes() -> dict:
+    """{primitive name: route module (e.g. "matmul")} of every registered Triton route."""
+    out = {}
+    for name, prim in PRIMITIVES.items():
+        route = prim.routes.get("cuda")
+        if route is not None and route.__module__.startswith(_PKG + "."):
+            out[name] = route.__module__.rsplit(".", 1)[-1]
+    return out
+
+
 def kernel_modules() -> list:
-    """The distinct kernel modules the registry's routes point at, in registry order."""
-    return list(dict.fromkeys(target.split(":")[0] for target in ROUTES.values()))
+    """The private kernel modules (e.g. "_matmul") behind the registered routes."""
+    return list(dict.fromkeys("_" + module for module in routes().values()))
 
 
 def _import(module: str):
@@ -218,7 +230,7 @@ def collect_specs(modules=None) -> list:
     """Every `aot_specs()` entry of `modules` (default: `kernel_modules()`) as `Spec`s.
 
     Example:
-        >>> specs = collect_specs(["matmul"])
+        >>> specs = collect_specs(["_matmul"])
         >>> specs[0].kernel
         '_matmul_kernel'
     """
@@ -300,7 +312,7 @@ class _Ptr:
 
 def _xent_block(classes: int) -> tuple:
     """(BLOCK, ONE_PASS) as softmax_xent's launcher picks them."""
-    block = min(1 << max(classes - 1, 0).bit_length(), _import("softmax_xent").BLOCK_MAX)
+    block = min(1 << max(classes - 1, 0).bit_length(), _import("_softmax_xent").BLOCK_MAX)
     return block, classes <= block
 
 

@@ -1,10 +1,12 @@
-"""Triton GPU kernels for the hot primitives, attached as device routes of those primitives.
+"""Triton GPU kernels for the hot primitives, registered as the primitives' "cuda" routes.
 
-Importing this package never imports triton: each route is a small lazy object that imports
-its kernel module on first use. `ops._dispatch` is the only caller (decision 5 of the
-architecture): it runs a route for CUDA tensors (backend "auto") or always (backend
-"triton", which on CPU tensors needs TRITON_INTERPRET=1). A route that cannot handle a case
-raises NotImplementedError and the CPU/torch fallback runs.
+Each public module (`matmul`, `conv2d`, `lstm`, `softmax_xent`) registers its routes with
+`@device_route(<primitive>)` next to the primitive's kernel and imports no triton: a route loads
+its private kernel module (`_matmul`, ...: the `@triton.jit` kernels, their configs and launch
+specs, on `_common`) on first use. So importing keratron never imports triton. `ops._dispatch`
+is the only caller (decision 5 of the architecture): it runs a route for CUDA tensors (backend
+"auto") or always (backend "triton", which on CPU tensors needs TRITON_INTERPRET=1). A route
+that cannot handle a case raises NotImplementedError and the CPU/torch fallback runs.
 """
 
 from __future__ import annotations
@@ -16,27 +18,18 @@ import sys
 from collections import Counter
 
 __all__ = [
-    "ROUTES",
+    "ROUTE_MODULES",
     "attach_routes",
     "available",
+    "load",
     "launch_counts",
     "reset_launch_counts",
     "count_launch",
     "pin_configs",
 ]
 
-# primitive name -> "module:function" (modules live in this package). The registry of what
-# the dispatcher can launch: the ahead-of-time report reads it.
-ROUTES = {
-    "matmul": "matmul:matmul_route",
-    "softmax_cross_entropy": "softmax_xent:forward_route",
-    "softmax_cross_entropy_grad": "softmax_xent:backward_route",
-    "conv": "conv2d:conv_route",
-    "conv_grad_input": "conv2d:grad_input_route",
-    "conv_grad_filter": "conv2d:grad_filter_route",
-    "lstm": "lstm:forward_route",
-    "lstm_grad": "lstm:backward_route",
-}
+# The modules whose import registers the routes; each has a private kernel module `_<name>`.
+ROUTE_MODULES = ("matmul", "softmax_xent", "conv2d", "lstm")
 
 _counts: Counter = Counter()
 
@@ -65,46 +58,31 @@ def reset_launch_counts() -> None:
     _counts.clear()
 
 
-class _LazyRoute:
-    __slots__ = ("op", "target", "_fn")
+def load(module: str):
+    """The private kernel module `module` (e.g. "_matmul"), imported on first use.
 
-    def __init__(self, op: str, target: str):
-        self.op = op
-        self.target = target
-        self._fn = None
-
-    def __call__(self, *vals, **params):
-        if self._fn is None:
-            if not available():
-                raise NotImplementedError("triton is not installed")
-            if "triton" not in sys.modules and "tensorflow" in sys.modules:
-                # Both bundle LLVM and register its command-line options process-wide: triton
-                # loaded after TensorFlow aborts the process ("LLVM ERROR: inconsistency in
-                # registered CommandLine options"). The other order works.
-                raise NotImplementedError(
-                    "TensorFlow was imported before triton in this process, and loading triton "
-                    "after it aborts the process (both bundle LLVM). Import triton before "
-                    "tensorflow to use the Triton kernels."
-                )
-            module, name = self.target.split(":")
-            try:
-                mod = importlib.import_module(f"{__name__}.{module}")
-            except ModuleNotFoundError as e:
-                if e.name == f"{__name__}.{module}":
-                    raise NotImplementedError(f"no Triton kernel module {module!r}") from e
-                raise
-            self._fn = getattr(mod, name)
-        return self._fn(*vals, **params)
-
-    def __repr__(self):
-        return f"<Triton route {self.op} -> {self.target}>"
+    Raises:
+        NotImplementedError: when triton cannot be loaded here (the fallback then runs).
+    """
+    name = f"{__name__}.{module}"
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    if not available():
+        raise NotImplementedError("triton is not installed")
+    if "triton" not in sys.modules and "tensorflow" in sys.modules:
+        # Both bundle LLVM and register its command-line options process-wide: triton loaded
+        # after TensorFlow aborts the process ("LLVM ERROR: inconsistency in registered
+        # CommandLine options"). The other order works.
+        raise NotImplementedError(
+            "TensorFlow was imported before triton in this process, and loading triton "
+            "after it aborts the process (both bundle LLVM). Import triton before "
+            "tensorflow to use the Triton kernels."
+        )
+    return importlib.import_module(name)
 
 
 def attach_routes() -> None:
-    """Sets `Primitive.kernel` for every primitive in ROUTES that is registered."""
-    from keratron.autodiff.primitive import PRIMITIVES
-
-    for op, target in ROUTES.items():
-        prim = PRIMITIVES.get(op)
-        if prim is not None and prim.kernel is None:
-            prim.kernel = _LazyRoute(op, target)
+    """Registers every Triton route (importing the route modules; triton stays unloaded)."""
+    for module in ROUTE_MODULES:
+        importlib.import_module(f"{__name__}.{module}")

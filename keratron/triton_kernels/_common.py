@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from keratron import config
+from keratron.ops import epilogue
 from keratron.triton_kernels import count_launch, pin_configs
 
 __all__ = [
@@ -35,12 +36,11 @@ __all__ = [
     "tanh",
 ]
 
-# The epilogue activations the matmul and conv primitives fuse (as `ops.linalg` lists them),
-# then the LSTM's extra recurrent activations. One encoding for every kernel: the code is the
-# constexpr ACTIVATION / ACT argument of `activate`. "linear" is the identity, as None.
-EPILOGUE_ACTIVATIONS = (None, "relu", "relu6", "gelu", "gelu_tanh", "sigmoid", "tanh")
-ACTIVATION_CODES = {name: i for i, name in enumerate(EPILOGUE_ACTIVATIONS)}
-ACTIVATION_CODES.update(linear=0, hard_sigmoid=len(EPILOGUE_ACTIVATIONS))
+# One encoding for every kernel: `ops.epilogue`'s codes of the epilogue activations (the
+# constexpr ACTIVATION / ACT argument of `activate`; "linear" is None's code), then the LSTM's
+# one extra recurrent activation.
+EPILOGUE_ACTIVATIONS = epilogue.ACTIVATIONS
+ACTIVATION_CODES = dict(epilogue.CODES, hard_sigmoid=len(epilogue.ACTIVATIONS))
 
 # torch dtype -> Triton's element type name (signatures, pointer types).
 TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
@@ -67,8 +67,9 @@ def tanh(z):
 
 @triton.jit
 def activate(x, ACTIVATION: tl.constexpr):
-    """`ACTIVATION_CODES` applied to a float32 tile. NaN propagates through relu, relu6 and
-    hard_sigmoid as through torch's relu and clamp (tl.maximum alone would drop it)."""
+    """`ACTIVATION_CODES` applied to a float32 tile, with `ops.epilogue`'s NaN policy: NaN
+    propagates through relu, relu6 and hard_sigmoid as through torch's relu and clamp
+    (tl.maximum alone would drop it)."""
     if ACTIVATION == 1:  # relu
         x = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)
     elif ACTIVATION == 2:  # relu6
