@@ -5,38 +5,56 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
   and reshapes to the same type/shape, multiply by one, add/subtract of zeros, double negation.
 - `cse`: merges pure nodes with the same primitive, inputs and parameters.
 - `fold_constants`: evaluates pure nodes whose inputs are all constants.
-- `fuse_epilogues`: matmul/conv followed by a bias add and an activation become one call.
-- `gate_pooled_gradients`: a relu gradient gate after a max-pool gradient moves before it,
-  onto the pooled tensor.
-- `sum_pooled_gradients`: a sum of a max-pool gradient over its spatial axes sums the pooled
-  gradient.
-- `pool_before_activation`: a standalone relu before a max-pool moves after it, onto the
-  pooled tensor.
+- `fuse_epilogues`: a primitive with `epilogues` (matmul, conv) followed by a bias add and an
+  activation it accepts becomes one call.
+- the passes that op modules register with `register_pass(fn)` (the max-pool rewrites of the
+  pooling module), in registration order;
 - `dce`: drops nodes that neither feed an output nor have an effect.
 Effects (random draws, variable assignments, opaque updates) are never merged, folded or
 dropped, and they keep their order.
 
-Lowering (`compile_graph`) binds each node to its kernel once, reuses a dead input buffer for
-elementwise results (torch in-place ops: a chain of elementwise ops runs in one buffer) and
-frees every intermediate right after its last use.
+Lowering (`compile_graph`) runs the `register_pass(fn, stage="prelude")` rewrites of a function
+without effects (a CPU convolution's kernel relayout), hoists the work that reads only variables
+into a prelude, binds each node to its kernel once, reuses a dead input buffer for the result
+of a primitive with an `inplace` form (a chain of elementwise ops runs in one buffer) and frees
+every intermediate right after its last use. What the compiler knows about a primitive is a
+field of the `Primitive` (`inplace`, `commutative`, `fresh`, `epilogues`), never its name.
 """
 
 from __future__ import annotations
 
+import itertools
+import linecache
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from keratron.autodiff import tree
-from keratron.autodiff.function import Graph, Node, Tracer
+from keratron.autodiff.primitive import PRIMITIVES, without_grad
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
+from keratron.autodiff.tracing import Graph, Node, Tracer
 
-__all__ = ["PASSES", "optimize", "compile_graph", "CompiledFunction"]
+__all__ = [
+    "PASSES",
+    "optimize",
+    "compile_graph",
+    "CompiledFunction",
+    "register_pass",
+    "substitute",
+    "graph_device",
+    "new_value",
+    "producers",
+    "use_counts",
+    "variable_only",
+]
 
 
 # ------------------------------------------------------------------------------ helpers
-def _substitute(graph: Graph, outputs: list, subst: dict) -> list:
+def substitute(graph: Graph, outputs: list, subst: dict) -> list:
+    """Rewires every node input and output slot through `subst` ({old slot: new slot})."""
+
     def r(s):
         while s in subst:
             s = subst[s]
@@ -47,12 +65,9 @@ def _substitute(graph: Graph, outputs: list, subst: dict) -> list:
     return [("slot", r(v)) if k == "slot" else (k, v) for k, v in outputs]
 
 
-def _producers(graph: Graph) -> dict:
+def producers(graph: Graph) -> dict:
+    """{slot: the node that computes it}."""
     return {s: n for n in graph.nodes for s in n.outputs}
-
-
-def _const_value(graph: Graph, s):
-    return graph.consts.get(s)
 
 
 def _is_const_fill(graph: Graph, s, value) -> bool:
@@ -89,7 +104,7 @@ def _scaled_input(graph: Graph, prod: dict, s):
 
 def _new_const(graph: Graph, value: float, dtype) -> int:
     slot = graph._new_slot((), dtype)
-    graph.consts[slot] = torch.tensor(value, dtype=dtype, device=_graph_device(graph))
+    graph.consts[slot] = torch.tensor(value, dtype=dtype, device=graph_device(graph))
     return slot
 
 
@@ -104,8 +119,6 @@ def _params_key(params):
 
 # ------------------------------------------------------------------------------ passes
 def simplify(graph: Graph, outputs: list) -> list:
-    from keratron.autodiff.primitive import PRIMITIVES
-
     subst: dict = {}
     prod: dict = {}
 
@@ -175,7 +188,7 @@ def simplify(graph: Graph, outputs: list) -> list:
             prod[s] = node
         kept.append(node)
     graph.nodes = kept
-    return _substitute(graph, outputs, subst)
+    return substitute(graph, outputs, subst)
 
 
 def cse(graph: Graph, outputs: list) -> list:
@@ -196,7 +209,7 @@ def cse(graph: Graph, outputs: list) -> list:
                 seen[key] = node
         kept.append(node)
     graph.nodes = kept
-    return _substitute(graph, outputs, subst)
+    return substitute(graph, outputs, subst)
 
 
 def fold_constants(graph: Graph, outputs: list) -> list:
@@ -206,7 +219,7 @@ def fold_constants(graph: Graph, outputs: list) -> list:
             # Depends on its input's shape and dtype only, which tracing fixed.
             shape, dtype = graph.avals[node.outputs[0]]
             ref = graph.consts.get(node.inputs[0])
-            device = ref.device if ref is not None else _graph_device(graph)
+            device = ref.device if ref is not None else graph_device(graph)
             fill = torch.ones if node.prim.name == "ones_like" else torch.zeros
             graph.consts[node.outputs[0]] = fill(shape, dtype=dtype, device=device)
             continue
@@ -227,7 +240,8 @@ def fold_constants(graph: Graph, outputs: list) -> list:
     return outputs
 
 
-def _graph_device(graph: Graph):
+def graph_device(graph: Graph):
+    """The device of a graph's values: its variables', else its constants', else the default."""
     for var in graph.captures.values():
         return var._value.device
     for c in graph.consts.values():
@@ -237,20 +251,11 @@ def _graph_device(graph: Graph):
     return torch.device(config.default_device())
 
 
-_EPILOGUE_ACTIVATIONS = {
-    "relu": "relu",
-    "relu6": "relu6",
-    "sigmoid": "sigmoid",
-    "tanh": "tanh",
-}
-
-
-def _new_value(graph: Graph, prim_name: str, inputs: list, params: dict, aval) -> tuple:
-    """A new prim node computing one value of the given aval; returns (node, slot)."""
-    from keratron.autodiff.primitive import PRIMITIVES
-
+def new_value(graph: Graph, prim, inputs: list, params: dict, aval) -> tuple:
+    """A new node computing one value of the given aval with `prim` (a `Primitive`);
+    returns (node, slot)."""
     slot = graph._new_slot(*aval)
-    return Node("prim", inputs, [slot], PRIMITIVES[prim_name], params), slot
+    return Node("prim", inputs, [slot], prim, params), slot
 
 
 def _channel_vector(graph: Graph, s, channels: int, dtype):
@@ -266,8 +271,8 @@ def _channel_vector(graph: Graph, s, channels: int, dtype):
 def _flat(graph: Graph, s, channels: int, before: list):
     if graph.avals[s][0] == (channels,):
         return s
-    node, flat = _new_value(
-        graph, "reshape", [s], {"shape": (channels,)}, ((channels,), graph.avals[s][1])
+    node, flat = new_value(
+        graph, PRIMITIVES["reshape"], [s], {"shape": (channels,)}, ((channels,), graph.avals[s][1])
     )
     before.append(node)
     return flat
@@ -286,8 +291,8 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
     The fused call moves to where the last folded op was (its inputs may be computed after
     the original call, e.g. BatchNormalization's scale); never across an effect.
     """
-    uses = _use_counts(graph, outputs)
-    prod = _producers(graph)
+    uses = use_counts(graph, outputs)
+    prod = producers(graph)
     index = {id(n): i for i, n in enumerate(graph.nodes)}
     effects = [i for i, n in enumerate(graph.nodes) if n.is_effect]
     subst: dict = {}
@@ -299,12 +304,13 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
         if (
             mm is None
             or mm.kind != "prim"
-            or mm.prim.name not in ("matmul", "conv")
+            or not mm.prim.epilogues
             or len(mm.inputs) < 3
             or mm.params.get("activation") is not None
             or uses.get(a, 0) != 1
             or id(mm) in dead
-            or (mm.prim.name == "matmul" and len(graph.avals[mm.inputs[1]][0]) != 2)
+            # The bias runs over the second operand's last axis: a vector has none.
+            or len(graph.avals[mm.inputs[1]][0]) < 2
         ):
             return None
         start = moved.get(id(mm), (index[id(mm)], None))[0]
@@ -332,30 +338,32 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
                 kernel, bias = mm.inputs[1], mm.inputs[2]
                 if name == "multiply":
                     k_aval = graph.avals[kernel]
-                    kn, kernel = _new_value(graph, "multiply", [kernel, vec], {}, k_aval)
+                    kn, kernel = new_value(graph, node.prim, [kernel, vec], {}, k_aval)
                     before.append(kn)
                     if bias is not None:
-                        bn, bias = _new_value(graph, "multiply", [bias, vec], {}, graph.avals[bias])
+                        bn, bias = new_value(graph, node.prim, [bias, vec], {}, graph.avals[bias])
                         before.append(bn)
                 elif bias is None:
                     bias = vec
                 else:
-                    bn, bias = _new_value(graph, "add", [bias, vec], {}, graph.avals[bias])
+                    bn, bias = new_value(graph, node.prim, [bias, vec], {}, graph.avals[bias])
                     before.append(bn)
                 mm.inputs = [mm.inputs[0], kernel, bias] + mm.inputs[3:]
                 moved[id(mm)] = (i, before)
                 subst[out] = a
                 dead.add(id(node))
                 break
-        elif name in _EPILOGUE_ACTIVATIONS:
+        elif len(node.inputs) == 1 and not node.params:
+            # An activation primitive is named as the epilogue activation it computes.
             src = node.inputs[0]
             mm = linear_producer(src, i)
             if (
                 mm is not None
+                and name in mm.prim.epilogues
                 and "activation" in mm.params
                 and graph.avals[out] == graph.avals[src]
             ):
-                mm.params = {**mm.params, "activation": _EPILOGUE_ACTIVATIONS[name]}
+                mm.params = {**mm.params, "activation": name}
                 moved[id(mm)] = (i, moved.get(id(mm), (i, []))[1])
                 subst[out] = src
                 dead.add(id(node))
@@ -371,138 +379,7 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
             nodes.extend(moved[id(mm)][1])
             nodes.append(mm)
     graph.nodes = nodes
-    return _substitute(graph, outputs, subst)
-
-
-def gate_pooled_gradients(graph: Graph, outputs: list) -> list:
-    """Moves a relu/relu6 gradient gate in front of a max-pool gradient:
-    `relu_grad(max_pool_grad(y, g, idx), y)` becomes `max_pool_grad(y, relu_grad(g, pooled),
-    idx)` where `pooled, idx = max_pool(y)`. The pool gradient is zero except at each window's
-    argmax, whose value is the window's pooled value; so gating g by the pooled values gives
-    the same numbers, and the gate reads the pooled tensor (a quarter of the elements for 2x2
-    pooling) instead of another full pass over the unpooled one (a relu conv before a pool).
-    """
-    prod = _producers(graph)
-    uses = _use_counts(graph, outputs)
-    subst: dict = {}
-    nodes = []
-    for n in graph.nodes:
-        nodes.append(n)
-        if n.kind != "prim" or n.prim.name not in ("relu_grad", "relu6_grad"):
-            continue
-        a, y = n.inputs
-        grad = prod.get(a)
-        if grad is None or grad.kind != "prim" or grad.prim.name != "max_pool_grad":
-            continue
-        x, g, idx = grad.inputs
-        pool = prod.get(idx) if idx is not None else None
-        # The gate reads the pooled input itself, or what the activation was applied to
-        # (relu(v) > 0 exactly where v > 0; relu6(v) is in (0, 6) exactly where v is).
-        act = prod.get(x)
-        reads_pooled = x == y or (
-            act is not None
-            and act.kind == "prim"
-            and act.prim.name == n.prim.name[: -len("_grad")]
-            and act.inputs[0] == y
-        )
-        if (
-            uses.get(a, 0) != 1
-            or not reads_pooled
-            or pool is None
-            or pool.prim.name != "max_pool"
-            or pool.inputs[0] != x
-            or pool.params != grad.params
-        ):
-            continue
-        gate, gated = _new_value(graph, n.prim.name, [g, pool.outputs[0]], {}, graph.avals[g])
-        regrad, out = _new_value(
-            graph, "max_pool_grad", [x, gated, idx], grad.params, graph.avals[n.outputs[0]]
-        )
-        nodes[-1:] = [gate, regrad]
-        subst[n.outputs[0]] = out
-    graph.nodes = nodes
-    return _substitute(graph, outputs, subst)
-
-
-def sum_pooled_gradients(graph: Graph, outputs: list) -> list:
-    """A sum of a max-pool gradient over (at least) the spatial axes sums the pooled gradient
-    instead: the pool gradient only moves each pooled value to its window's argmax (adding
-    where windows overlap), so the totals are the same, up to the order of the additions. A
-    convolution's bias gradient before a pool then reads a quarter of the elements (2x2)."""
-    prod = _producers(graph)
-    for n in graph.nodes:
-        if n.kind != "prim" or n.prim.name != "sum":
-            continue
-        grad = prod.get(n.inputs[0])
-        if grad is None or grad.kind != "prim" or grad.prim.name != "max_pool_grad":
-            continue
-        rank = len(graph.avals[n.inputs[0]][0])
-        axis = n.params["axis"]
-        axes = range(rank) if axis is None else (axis,) if isinstance(axis, int) else axis
-        if {a % rank for a in axes} >= set(range(1, rank - 1)):
-            n.inputs = [grad.inputs[1]]
-    return outputs
-
-
-def pool_before_activation(graph: Graph, outputs: list) -> list:
-    """`max_pool(relu(v))` becomes `relu(max_pool(v))` (likewise relu6, standalone or as a
-    matmul epilogue): a non-decreasing elementwise function commutes with a window max, so
-    the activation reads the pooled tensor instead of the unpooled one. (A convolution's
-    epilogue stays: the convolution applies it as it writes its output, at no extra pass.)
-
-    Only where every consumer of the activated value is such a max_pool, or the max_pool_grad
-    of one (which reads its input's shape only, and the pool's indices). Indices can differ
-    only in windows whose raw values are all <= 0 (relu6: >= 6), where the activated values
-    tie; the pooled value there is 0 (6), whose gate passes no gradient, so the gradient is
-    the same.
-    """
-    from keratron.autodiff.primitive import PRIMITIVES
-
-    prod = _producers(graph)
-    consumers: dict = {}
-    for n in graph.nodes:
-        for s in n.inputs:
-            if s is not None:
-                consumers.setdefault(s, []).append(n)
-    live_outputs = {v for k, v in outputs if k == "slot"}
-    after: dict = {}  # id(max_pool node) -> the activation node to run right after it
-
-    def pool_or_its_grad(u, a, indices):
-        if u.kind != "prim" or u.inputs.count(a) != 1 or u.inputs[0] != a:
-            return False
-        return u.prim.name == "max_pool" or (
-            u.prim.name == "max_pool_grad" and u.inputs[2] in indices
-        )
-
-    for a, users in consumers.items():
-        act = prod.get(a)
-        if a in live_outputs or act is None or act.kind != "prim":
-            continue
-        pools = [u for u in users if u.kind == "prim" and u.prim.name == "max_pool"]
-        indices = {p.outputs[1] for p in pools}
-        if not pools or not all(pool_or_its_grad(u, a, indices) for u in users):
-            continue
-        if act.prim.name in ("relu", "relu6") and graph.avals[act.inputs[0]] == graph.avals[a]:
-            name, source = act.prim.name, act.inputs[0]
-        elif act.prim.name == "matmul" and act.params.get("activation") in ("relu", "relu6"):
-            name, source = act.params["activation"], a
-            act.params = {**act.params, "activation": None}
-        else:
-            continue
-        for u in users:
-            u.inputs = [source] + u.inputs[1:]
-        for p in pools:
-            pooled = p.outputs[0]
-            raw = graph._new_slot(*graph.avals[pooled])
-            p.outputs = [raw] + p.outputs[1:]
-            after[id(p)] = Node("prim", [raw], [pooled], PRIMITIVES[name], {})
-    nodes = []
-    for n in graph.nodes:
-        nodes.append(n)
-        if id(n) in after:
-            nodes.append(after[id(n)])
-    graph.nodes = nodes
-    return outputs
+    return substitute(graph, outputs, subst)
 
 
 def dce(graph: Graph, outputs: list) -> list:
@@ -522,17 +399,38 @@ def resimplify(graph: Graph, outputs: list) -> list:
     return simplify(graph, outputs)
 
 
-PASSES = [
-    simplify,
-    cse,
-    fold_constants,
-    resimplify,
-    fuse_epilogues,
-    gate_pooled_gradients,
-    sum_pooled_gradients,
-    pool_before_activation,
-    dce,
-]
+PASSES = [simplify, cse, fold_constants, resimplify, fuse_epilogues, dce]
+# Rewrites a function without effects gets before its prelude is hoisted (register_pass).
+PRELUDE_PASSES: list = []
+
+
+def register_pass(fn: Callable, stage: str = "optimize") -> Callable:
+    """Adds a graph rewrite that an op module owns (a peephole on its primitives, a lowering
+    for one backend), so the generic passes never name it.
+
+    Stages:
+        "optimize": `fn(graph, outputs) -> outputs`, run after `fuse_epilogues` and before
+            `dce`, in registration order (`outputs` as the passes take them: ("slot", s) or
+            ("value", v) items).
+        "prelude": `fn(graph) -> None`, run in place on a function without effects (inference)
+            before the work that reads only variables is hoisted into its prelude; it may add
+            nodes that read variables (a kernel stored in another layout) to be computed once
+            per weight change.
+
+    Registering the same function again does nothing. Returns `fn`, so it serves as a
+    decorator.
+    """
+    if stage == "optimize":
+        if fn not in PASSES:
+            PASSES.insert(PASSES.index(dce), fn)
+    elif stage == "prelude":
+        if fn not in PRELUDE_PASSES:
+            PRELUDE_PASSES.append(fn)
+    else:
+        raise ValueError(
+            f"register_pass: argument `stage` must be 'optimize' or 'prelude'. Received: {stage!r}"
+        )
+    return fn
 
 
 def optimize(graph: Graph, outputs: list) -> list:
@@ -541,7 +439,9 @@ def optimize(graph: Graph, outputs: list) -> list:
     return outputs
 
 
-def _use_counts(graph: Graph, outputs: list) -> dict:
+def use_counts(graph: Graph, outputs: list) -> dict:
+    """{slot: how many node inputs read it}; a function output counts as 2**20 reads, so it is
+    never taken for a dead buffer."""
     uses: dict = {}
     for node in graph.nodes:
         for s in node.inputs:
@@ -549,63 +449,14 @@ def _use_counts(graph: Graph, outputs: list) -> dict:
                 uses[s] = uses.get(s, 0) + 1
     for k, v in outputs:
         if k == "slot":
-            uses[v] = uses.get(v, 0) + 1 << 20  # outputs are never overwritten
+            uses[v] = uses.get(v, 0) + (1 << 20)  # outputs are never overwritten
     return uses
 
 
 # ------------------------------------------------------------------------------ lowering
-# Primitives whose result is always a new buffer (never a view of an input), and the
-# in-place torch method that computes each elementwise one into its first argument.
-_INPLACE_UNARY = {
-    "negative": "neg_",
-    "abs": "abs_",
-    "exp": "exp_",
-    "log": "log_",
-    "log1p": "log1p_",
-    "expm1": "expm1_",
-    "sqrt": "sqrt_",
-    "rsqrt": "rsqrt_",
-    "square": "square_",
-    "reciprocal": "reciprocal_",
-    "sin": "sin_",
-    "cos": "cos_",
-    "tanh": "tanh_",
-    "sigmoid": "sigmoid_",
-    "relu": "relu_",
-    "erf": "erf_",
-}
-_INPLACE_BINARY = {"add": "add_", "subtract": "sub_", "multiply": "mul_", "divide": "div_"}
-_COMMUTATIVE = {"add", "multiply"}
-_FRESH = (
-    set(_INPLACE_UNARY)
-    | set(_INPLACE_BINARY)
-    | {
-        "matmul",
-        "conv",
-        "power",
-        "maximum",
-        "minimum",
-        "where",
-        "softmax",
-        "log_softmax",
-        "sum",
-        "max",
-        "min",
-        "logsumexp",
-        "clip",
-        "relu6",
-        "relu_grad",
-        "relu6_grad",
-        "softplus",
-        "stack",
-        "concatenate",
-    }
-)
-
-
 def _kernel_call(node: Node):
     prim, params = node.prim, node.params
-    if prim.kernel is not None:
+    if prim.routes:
         from keratron.autodiff import primitive as _prim
 
         execute = _prim._executor
@@ -644,6 +495,49 @@ class CompiledFunction:
     def num_nodes(self) -> int:
         return len(self.graph.nodes)
 
+    def dump(self) -> str:
+        """The plan as text, one line per step: `outputs = kernel(inputs)`, then the values
+        freed after it. Values are named `v<slot>` as in the replay source; the steps of the
+        prelude (computed once per weight change) are marked `pre`.
+
+        Example:
+            >>> import keratron
+            >>> f = keratron.function(lambda x: keratron.ops.exp(x) + 1.0)
+            >>> print(f.get_concrete_graph(np.ones(3, "float32")).dump())  # doctest: +ELLIPSIS
+            inputs: v0
+            constants: v...
+               0      v... = exp(v0)
+               1      v... = add_(v..., v...)  [in place]
+            outputs: v...
+        """
+        names = {s: f"v{s}" for s in range(self.n_slots)}
+        n_pre = self.prelude.n_steps if self.prelude is not None else 0
+        lines = ["inputs: " + ", ".join(names[s] for s in self.in_slots)]
+        if self.graph.captures:
+            captured = (f"{names[s]}={var.path}" for s, var in self.graph.captures.items())
+            lines.append("variables: " + ", ".join(captured))
+        if self.graph.consts:
+            lines.append("constants: " + ", ".join(names[s] for s in self.graph.consts))
+        for k, (node, (fn, ins, outs, free)) in enumerate(zip(self.graph.nodes, self.steps)):
+            args = ", ".join("None" if s is None else names[s] for s in ins)
+            if node.kind == "prim":
+                inplace = getattr(fn, "__name__", None) == node.prim.inplace
+                kernel = fn.__name__ if inplace else node.prim.name
+                params = ", ".join(f"{key}={value!r}" for key, value in node.params.items())
+                call = f"{kernel}({args}{', ' + params if params else ''})"
+                call += "  [in place]" if inplace else ""
+            else:
+                call = f"{getattr(fn, '__name__', node.kind)}({args})"
+            target = ", ".join(names[s] for s in outs)
+            line = f"{k:>4} {'pre ' if k < n_pre else '    '} {target + ' = ' if target else ''}"
+            line += call
+            if free:
+                line += "  free " + ", ".join(names[s] for s in sorted(free))
+            lines.append(line)
+        outputs = (names[v] if kind == "slot" else repr(v) for kind, v in self.out_items)
+        lines.append("outputs: " + ", ".join(outputs))
+        return "\n".join(lines)
+
     def run(self, leaves):
         inputs = []
         for x in leaves:
@@ -654,14 +548,7 @@ class CompiledFunction:
                 inputs.append(convert_to_tensor(x)._value)
         if self.prelude is not None:
             self._check_prelude()
-        if _is_grad_enabled():
-            _set_grad_enabled(False)
-            try:
-                values = self._replay(inputs, self._capture_vars, self._pre)
-            finally:
-                _set_grad_enabled(True)
-        else:
-            values = self._replay(inputs, self._capture_vars, self._pre)
+        values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
         results = []
         for (kind, v), value, copy in zip(self.out_items, values, self._copy_out):
             if kind == "slot":
@@ -689,8 +576,7 @@ class CompiledFunction:
         ]
 
 
-_is_grad_enabled = torch.is_grad_enabled
-_set_grad_enabled = torch._C._set_grad_enabled
+_replay_ids = itertools.count()
 
 
 def _codegen(graph, steps, in_slots, out_items, prelude=None):
@@ -730,7 +616,11 @@ def _codegen(graph, steps, in_slots, out_items, prelude=None):
         lines.append(f"        pre[0] = ({kept}{',' if len(prelude.outputs) == 1 else ''})")
     results = [f"v{v}" if kind == "slot" else "None" for kind, v in out_items]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
-    exec(compile("\n".join(lines), "<keratron.function replay>", "exec"), namespace)
+    source = "\n".join(lines) + "\n"
+    # A unique name registered with linecache: a traceback through the replay shows its line.
+    filename = f"<keratron.function replay {next(_replay_ids)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
     return namespace["_replay"]
 
 
@@ -771,7 +661,7 @@ class Prelude:
         self.variables = variables
 
 
-def _variable_only(graph: Graph) -> set:
+def variable_only(graph: Graph) -> set:
     """The slots computed from captured variables and constants alone (those included)."""
     fixed = set(graph.captures) | set(graph.consts)
     for n in graph.nodes:
@@ -780,47 +670,13 @@ def _variable_only(graph: Graph) -> set:
     return fixed
 
 
-def _relayout_conv_kernels(graph: Graph) -> None:
-    """In a function with no effects on the CPU, a 2-D convolution whose kernel is computed
-    from variables alone reads it through `conv_kernel_layout`: the prelude then stores the
-    kernel in the layout the CPU convolution wants, once per weight change: oneDNN's blocked
-    format for its input shape where oneDNN runs it, else channels_last order (a 1x1 kernel
-    that runs as a GEMM reads the same memory as a transposed matrix)."""
-    from keratron import config
-    from keratron.ops.conv import kernel_layout_params
-
-    if _graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
-        return
-    fixed = _variable_only(graph)
-    nodes = []
-    for n in graph.nodes:
-        if n.kind == "prim" and n.prim.name == "conv" and n.inputs[1] in fixed:
-            shape, dtype = graph.avals[n.inputs[1]]
-            if len(shape) == 4:
-                p = n.params
-                params = kernel_layout_params(
-                    graph.avals[n.inputs[0]],
-                    (shape, dtype),
-                    p["strides"],
-                    p["padding"],
-                    p["dilation"],
-                    p["groups"],
-                )
-                node, kernel = _new_value(
-                    graph, "conv_kernel_layout", [n.inputs[1]], params, (shape, dtype)
-                )
-                nodes.append(node)
-                n.inputs = [n.inputs[0], kernel] + n.inputs[2:]
-        nodes.append(n)
-    graph.nodes = nodes
-
-
 def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
     """Moves the variable-only nodes to the front of a function with no effects."""
     if any(n.is_effect for n in graph.nodes):
         return None  # a training step writes its variables: nothing stays valid across calls
-    _relayout_conv_kernels(graph)
-    fixed = _variable_only(graph)
+    for rewrite in PRELUDE_PASSES:
+        rewrite(graph)
+    fixed = variable_only(graph)
     pre, rest = [], []
     for n in graph.nodes:
         (pre if all(s is None or s in fixed for s in n.inputs) else rest).append(n)
@@ -834,7 +690,7 @@ def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
 
 
 def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None) -> list:
-    uses = _use_counts(graph, outputs)
+    uses = use_counts(graph, outputs)
     last_use: dict = {}
     for i, node in enumerate(graph.nodes):
         for s in node.inputs:
@@ -849,14 +705,13 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None) -> list:
     for i, node in enumerate(graph.nodes):
         ins = list(node.inputs)
         if node.kind == "prim":
-            name = node.prim.name
             out = node.outputs[0] if len(node.outputs) == 1 else None
             fn = None
-            if out is not None and node.prim.kernel is None and not node.params:
-                fn, ins = _inplace(graph, name, ins, out, uses, fresh, protected)
+            if out is not None and not node.prim.routes and not node.params:
+                fn, ins = _inplace(graph, node.prim, ins, out, uses, fresh, protected)
             if fn is None:
                 fn = _kernel_call(node)
-                if name in _FRESH:
+                if node.prim.fresh:
                     fresh.update(node.outputs)
             else:
                 fresh.add(out)
@@ -875,7 +730,11 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None) -> list:
     return steps
 
 
-def _inplace(graph, name, ins, out, uses, fresh, protected):
+def _inplace(graph, prim, ins, out, uses, fresh, protected):
+    """(the in-place torch method, its inputs) when `prim` has an in-place form and a dead
+    fresh input buffer of the result's type can take the result; else (None, ins)."""
+    if prim.inplace is None or len(ins) not in (1, 2):
+        return None, ins
     out_aval = graph.avals[out]
 
     def reusable(s):
@@ -887,15 +746,11 @@ def _inplace(graph, name, ins, out, uses, fresh, protected):
             and graph.avals[s] == out_aval
         )
 
-    if name in _INPLACE_UNARY and len(ins) == 1 and reusable(ins[0]):
-        method = getattr(torch.Tensor, _INPLACE_UNARY[name])
+    method = getattr(torch.Tensor, prim.inplace)
+    if reusable(ins[0]):
         return method, ins
-    if name in _INPLACE_BINARY and len(ins) == 2:
-        method = getattr(torch.Tensor, _INPLACE_BINARY[name])
-        if reusable(ins[0]):
-            return method, ins
-        if name in _COMMUTATIVE and reusable(ins[1]):
-            return method, [ins[1], ins[0]]
+    if len(ins) == 2 and prim.commutative and reusable(ins[1]):
+        return method, [ins[1], ins[0]]
     return None, ins
 
 

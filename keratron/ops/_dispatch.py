@@ -154,10 +154,83 @@ primitive.set_executor(execute)
 
 
 def attach_kernel_routes() -> None:
-    """Attaches the Triton routes (lazily: triton is imported on first use only)."""
+    """Attaches the Triton routes (lazily: triton is imported on first use only), and the
+    compiler fields of the primitives whose definitions do not set them yet."""
+    _set_compiler_fields()
     from keratron import triton_kernels
 
     triton_kernels.attach_routes()
+
+
+# TEMPORARY, until each op module passes these keywords to its `Primitive(...)` (then this
+# table and `_set_compiler_fields` go): the in-place torch method and the fresh-output flag of
+# the primitives defined in modules that do not set them yet. {name: Primitive keywords}.
+_UNARY_INPLACE = {
+    "negative": "neg_",
+    "abs": "abs_",
+    "exp": "exp_",
+    "log": "log_",
+    "log1p": "log1p_",
+    "expm1": "expm1_",
+    "sqrt": "sqrt_",
+    "rsqrt": "rsqrt_",
+    "square": "square_",
+    "reciprocal": "reciprocal_",
+    "sin": "sin_",
+    "cos": "cos_",
+    "tanh": "tanh_",
+    "sigmoid": "sigmoid_",
+    "relu": "relu_",
+    "erf": "erf_",
+}
+_COMPILER_FIELDS: dict = {
+    **{name: dict(inplace=m, fresh=True) for name, m in _UNARY_INPLACE.items()},
+    "add": dict(inplace="add_", commutative=True, fresh=True),
+    "subtract": dict(inplace="sub_", fresh=True),
+    "multiply": dict(inplace="mul_", commutative=True, fresh=True),
+    "divide": dict(inplace="div_", fresh=True),
+    "matmul": dict(fresh=True, epilogues=True),
+    **{
+        name: dict(fresh=True)
+        for name in (
+            "power",
+            "maximum",
+            "minimum",
+            "where",
+            "softmax",
+            "log_softmax",
+            "sum",
+            "max",
+            "min",
+            "logsumexp",
+            "clip",
+            "relu6",
+            "relu_grad",
+            "relu6_grad",
+            "softplus",
+            "stack",
+            "concatenate",
+        )
+    },
+}
+
+
+def _set_compiler_fields() -> None:
+    from keratron.ops import epilogue
+
+    for name, fields in _COMPILER_FIELDS.items():
+        prim = primitive.PRIMITIVES.get(name)
+        if prim is None:
+            continue
+        for field, value in fields.items():
+            if field == "epilogues":
+                prim.epilogues = frozenset(epilogue.FUSED)
+            elif not getattr(prim, field):
+                setattr(prim, field, value)
+    for prim in primitive.PRIMITIVES.values():
+        # "VJP accepts None" was a function attribute before it was a field.
+        if getattr(prim.vjp, "accepts_none", False):
+            prim.vjp_accepts_none = True
 
 
 def uses_onednn_rnn(vals) -> bool:
@@ -171,3 +244,8 @@ def uses_onednn_rnn(vals) -> bool:
         device = torch.device(config.default_device()).type
     dtype = next(v.dtype for v in vals if v is not None)
     return device == "cpu" and dtype == torch.float32 and torch.backends.mkldnn.is_available()
+
+
+# TEMPORARY, until ops/nn.py and ops/image.py import `keratron.ops.convolution` (the module
+# that was ops/conv.py): importing it here, before them, installs its alias for the old path.
+from keratron.ops import convolution as _convolution  # noqa: E402, F401

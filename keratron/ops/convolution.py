@@ -10,20 +10,37 @@ kernels, fast on CPU) and pads explicitly only when the pads are asymmetric.
 The backward pass is two more primitives, `conv_grad_input` and `conv_grad_filter`, on
 `aten.convolution_backward`; each has a VJP made of the three conv primitives, so convolutions
 differentiate twice. `conv_transpose` is `conv_grad_input` with Keras's output-shape rule.
-Pooling: `max_pool` / `avg_pool` with backward primitives on aten's pooling backward kernels.
+Pooling: `max_pool` / `avg_pool` with backward primitives on aten's pooling backward kernels,
+and the max-pool rewrites the compiler runs (`autodiff.passes.register_pass`).
+
+The reference `conv` is plain torch. On the CPU a route (`@device_route(conv_p, "cpu")`) runs
+a 1x1 convolution as a GEMM where that is faster and a relu/relu6 epilogue as a oneDNN
+post-op; the compiler stores an inference convolution's kernel in oneDNN's blocked format once
+per weight change (`conv_kernel_layout`, a prelude rewrite registered here).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 import torch.nn.functional as F
 
 from keratron import config
+from keratron.autodiff import passes
+from keratron.autodiff.primitive import device_route
+from keratron.autodiff.tracing import Graph, Node
+from keratron.ops import epilogue
 from keratron.ops._core import Primitive, Tensor, as_tensor
-from keratron.ops.linalg import _promote, apply_epilogue, epilogue_grad, standardize_activation
-from keratron.ops.shape import expand_dims, moveaxis, reshape, squeeze
+from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
+from keratron.ops.linalg import _promote, epilogue_grad, matmul_p, standardize_activation
+from keratron.ops.reduction import sum_p
+from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
+
+# The module was `ops/conv.py` (shadowed by the `ops.conv` function); this alias serves the
+# modules that still import that path until they import this one.
+sys.modules.setdefault("keratron.ops.conv", sys.modules[__name__])
 
 __all__ = [
     "conv",
@@ -83,6 +100,30 @@ def _padded_shape(shape, padding):
 
 
 # ------------------------------------------------------------------------------ conv primitives
+def _conv_impl(x, k, b, strides, padding, dilation, groups, activation):
+    nd = x.dim() - 2
+    tpad = _torch_padding(padding)
+    if tpad is None:
+        x, tpad = _pad_cl(x, padding), [0] * nd
+    y = torch.convolution(
+        _to_cf(x), _kernel_to_torch(k), b, strides, tpad, dilation, False, [0] * nd, groups
+    )
+    return _to_cl(epilogue.apply(y, activation, inplace=True))
+
+
+def _conv_vjp(g, x, k, b, out, strides, padding, dilation, groups, activation):
+    params = dict(strides=strides, padding=padding, dilation=dilation, groups=groups)
+    g = epilogue_grad(g, out, activation, lambda: conv_p.bind(x, k, b, activation=None, **params))
+    gx = conv_grad_input_p.bind(g, k, input_shape=x.shape, **params)
+    gk = conv_grad_filter_p.bind(x, g, kernel_shape=k.shape, **params)
+    # The engine sums the bias cotangent over the batch and spatial axes.
+    return gx, gk, (None if b is None else g)
+
+
+conv_p = Primitive("conv", _conv_impl, _conv_vjp, fresh=True, epilogues=epilogue.FUSED)
+
+
+# ------------------------------------------------------------------------------ conv, CPU route
 # oneDNN's convolution with relu/relu6 applied as it writes each output tile (a post-op), so
 # no second pass reads the output back; the clamps are exact, so the values are those of
 # convolution + clamp. (name, scalars) as oneDNN's eltwise post-ops take them.
@@ -128,10 +169,13 @@ def _gemm_route(x_shape, k_shape, strides, padding, groups, onednn: bool) -> boo
     )
 
 
-def _conv_impl(x, k, b, strides, padding, dilation, groups, activation):
+@device_route(conv_p, "cpu")
+def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
+    """The CPU convolution: a GEMM for small pointwise convolutions, oneDNN with a post-op for
+    a relu/relu6 epilogue or a kernel prepacked by `conv_kernel_layout`, else the reference."""
     onednn = _onednn_cpu(x.device.type, x.dtype, x.dim())
     if (
-        not (k.is_mkldnn or k.is_meta)
+        not k.is_mkldnn
         and x.is_contiguous()
         and _gemm_route(x.shape, k.shape, strides, padding, groups, onednn)
     ):
@@ -139,42 +183,30 @@ def _conv_impl(x, k, b, strides, padding, dilation, groups, activation):
         x2 = x.reshape(-1, cin)
         w2 = k.reshape(cin, cout)
         y = torch.mm(x2, w2) if b is None else torch.addmm(b, x2, w2)
-        return apply_epilogue(y.reshape(*x.shape[:-1], cout), activation)
-    nd = x.dim() - 2
-    tpad = _torch_padding(padding)
-    if tpad is None:
-        x, tpad = _pad_cl(x, padding), [0] * nd
+        return epilogue.apply(y.reshape(*x.shape[:-1], cout), activation, inplace=True)
     if onednn and _conv_post_op is not None and (activation in _POST_OPS or k.is_mkldnn):
+        nd = x.dim() - 2
+        tpad = _torch_padding(padding)
+        if tpad is None:
+            x, tpad = _pad_cl(x, padding), [0] * nd
         # A kernel prepacked by conv_kernel_layout is already in oneDNN's blocked format.
         name, scalars = _POST_OPS.get(activation, ("none", []))
         w = k if k.is_mkldnn else _kernel_to_torch(k)
         y = _conv_post_op(
             _to_cf(x), w, b, tpad, list(strides), list(dilation), groups, name, scalars, ""
         )
-        return _to_cl(y if activation in _POST_OPS else apply_epilogue(y, activation))
-    y = torch.convolution(
-        _to_cf(x), _kernel_to_torch(k), b, strides, tpad, dilation, False, [0] * nd, groups
-    )
-    return _to_cl(apply_epilogue(y, activation))
-
-
-def _conv_vjp(g, x, k, b, out, strides, padding, dilation, groups, activation):
-    params = dict(strides=strides, padding=padding, dilation=dilation, groups=groups)
-    g = epilogue_grad(g, out, activation, lambda: conv_p.bind(x, k, b, activation=None, **params))
-    gx = conv_grad_input_p.bind(g, k, input_shape=x.shape, **params)
-    gk = conv_grad_filter_p.bind(x, g, kernel_shape=k.shape, **params)
-    # The engine sums the bias cotangent over the batch and spatial axes.
-    return gx, gk, (None if b is None else g)
-
-
-conv_p = Primitive("conv", _conv_impl, _conv_vjp)
+        if activation not in _POST_OPS:
+            y = epilogue.apply(y, activation, inplace=True)
+        return _to_cl(y)
+    return _conv_impl(x, k, b, strides, padding, dilation, groups, activation)
 
 
 def _kernel_layout_impl(k, input_shape=None, strides=None, padding=None, dilation=None, groups=1):
     # The same values, stored as the CPU convolution reads them, so that it does not copy the
     # kernel into its layout on every call. Given the convolution's input shape (where
     # kernel_layout_params chose oneDNN): oneDNN's blocked format for that shape, an opaque
-    # tensor that only the convolution reads. Otherwise torch's channels_last (out, *k, in).
+    # tensor that only the convolution's CPU route reads. Otherwise torch's channels_last
+    # (out, *k, in).
     if k.dim() != 4:
         return k.clone()
     w = _kernel_to_torch(k)
@@ -211,7 +243,39 @@ def kernel_layout_params(x_aval, k_aval, strides, padding, dilation, groups) -> 
     )
 
 
-# conv_p.kernel: optional device route, attached by the Triton kernels package.
+def _relayout_conv_kernels(graph: Graph) -> None:
+    """In a function with no effects on the CPU, a 2-D convolution whose kernel is computed
+    from variables alone reads it through `conv_kernel_layout`: the prelude then stores the
+    kernel in the layout the CPU convolution wants, once per weight change: oneDNN's blocked
+    format for its input shape where oneDNN runs it, else channels_last order (a 1x1 kernel
+    that runs as a GEMM reads the same memory as a transposed matrix)."""
+    if passes.graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
+        return
+    fixed = passes.variable_only(graph)
+    nodes = []
+    for n in graph.nodes:
+        if n.kind == "prim" and n.prim is conv_p and n.inputs[1] in fixed:
+            shape, dtype = graph.avals[n.inputs[1]]
+            if len(shape) == 4:
+                p = n.params
+                params = kernel_layout_params(
+                    graph.avals[n.inputs[0]],
+                    (shape, dtype),
+                    p["strides"],
+                    p["padding"],
+                    p["dilation"],
+                    p["groups"],
+                )
+                node, kernel = passes.new_value(
+                    graph, conv_kernel_layout_p, [n.inputs[1]], params, (shape, dtype)
+                )
+                nodes.append(node)
+                n.inputs = [n.inputs[0], kernel] + n.inputs[2:]
+        nodes.append(n)
+    graph.nodes = nodes
+
+
+passes.register_pass(_relayout_conv_kernels, stage="prelude")
 
 
 def _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups):
@@ -727,8 +791,9 @@ def _max_pool_vjp(gs, x, out, pool_size, strides, padding):
     return (max_pool_grad_p.bind(x, gs[0], out[1], **params),)
 
 
-_max_pool_vjp.accepts_none = True
-max_pool_p = Primitive("max_pool", _max_pool_impl, _max_pool_vjp, multiple_results=True)
+max_pool_p = Primitive(
+    "max_pool", _max_pool_impl, _max_pool_vjp, multiple_results=True, vjp_accepts_none=True
+)
 # The gradient of max_pool_grad w.r.t. x is zero almost everywhere (it is piecewise constant).
 # Without indices (None), max_pool_grad finds them again from x.
 max_pool_grad_p = Primitive(
@@ -883,3 +948,143 @@ def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=N
 
         x = cast(x, config.floatx())
     return _pool("average_pool", avg_pool_p, x, pool_size, strides, padding, data_format)
+
+
+# ------------------------------------------------------------------------------ pooling rewrites
+# The compiler's max-pool rewrites (registered with `passes.register_pass`). The gradient
+# gates of the activations that commute with a window max, and those activations.
+_GATES = {relu_grad_p: relu_p, relu6_grad_p: relu6_p}
+_MONOTONE = (relu_p, relu6_p)
+_MONOTONE_EPILOGUES = {"relu": relu_p, "relu6": relu6_p}
+
+
+def gate_pooled_gradients(graph: Graph, outputs: list) -> list:
+    """Moves a relu/relu6 gradient gate in front of a max-pool gradient:
+    `relu_grad(max_pool_grad(y, g, idx), y)` becomes `max_pool_grad(y, relu_grad(g, pooled),
+    idx)` where `pooled, idx = max_pool(y)`. The pool gradient is zero except at each window's
+    argmax, whose value is the window's pooled value; so gating g by the pooled values gives
+    the same numbers, and the gate reads the pooled tensor (a quarter of the elements for 2x2
+    pooling) instead of another full pass over the unpooled one (a relu conv before a pool).
+    """
+    prod = passes.producers(graph)
+    uses = passes.use_counts(graph, outputs)
+    subst: dict = {}
+    nodes = []
+    for n in graph.nodes:
+        nodes.append(n)
+        if n.kind != "prim" or n.prim not in _GATES:
+            continue
+        a, y = n.inputs
+        grad = prod.get(a)
+        if grad is None or grad.kind != "prim" or grad.prim is not max_pool_grad_p:
+            continue
+        x, g, idx = grad.inputs
+        pool = prod.get(idx) if idx is not None else None
+        # The gate reads the pooled input itself, or what the activation was applied to
+        # (relu(v) > 0 exactly where v > 0; relu6(v) is in (0, 6) exactly where v is).
+        act = prod.get(x)
+        reads_pooled = x == y or (
+            act is not None
+            and act.kind == "prim"
+            and act.prim is _GATES[n.prim]
+            and act.inputs[0] == y
+        )
+        if (
+            uses.get(a, 0) != 1
+            or not reads_pooled
+            or pool is None
+            or pool.prim is not max_pool_p
+            or pool.inputs[0] != x
+            or pool.params != grad.params
+        ):
+            continue
+        gate, gated = passes.new_value(graph, n.prim, [g, pool.outputs[0]], {}, graph.avals[g])
+        regrad, out = passes.new_value(
+            graph, max_pool_grad_p, [x, gated, idx], grad.params, graph.avals[n.outputs[0]]
+        )
+        nodes[-1:] = [gate, regrad]
+        subst[n.outputs[0]] = out
+    graph.nodes = nodes
+    return passes.substitute(graph, outputs, subst)
+
+
+def sum_pooled_gradients(graph: Graph, outputs: list) -> list:
+    """A sum of a max-pool gradient over (at least) the spatial axes sums the pooled gradient
+    instead: the pool gradient only moves each pooled value to its window's argmax (adding
+    where windows overlap), so the totals are the same, up to the order of the additions. A
+    convolution's bias gradient before a pool then reads a quarter of the elements (2x2)."""
+    prod = passes.producers(graph)
+    for n in graph.nodes:
+        if n.kind != "prim" or n.prim is not sum_p:
+            continue
+        grad = prod.get(n.inputs[0])
+        if grad is None or grad.kind != "prim" or grad.prim is not max_pool_grad_p:
+            continue
+        rank = len(graph.avals[n.inputs[0]][0])
+        axis = n.params["axis"]
+        axes = range(rank) if axis is None else (axis,) if isinstance(axis, int) else axis
+        if {a % rank for a in axes} >= set(range(1, rank - 1)):
+            n.inputs = [grad.inputs[1]]
+    return outputs
+
+
+def pool_before_activation(graph: Graph, outputs: list) -> list:
+    """`max_pool(relu(v))` becomes `relu(max_pool(v))` (likewise relu6, standalone or as a
+    matmul epilogue): a non-decreasing elementwise function commutes with a window max, so
+    the activation reads the pooled tensor instead of the unpooled one. (A convolution's
+    epilogue stays: the convolution applies it as it writes its output, at no extra pass.)
+
+    Only where every consumer of the activated value is such a max_pool, or the max_pool_grad
+    of one (which reads its input's shape only, and the pool's indices). Indices can differ
+    only in windows whose raw values are all <= 0 (relu6: >= 6), where the activated values
+    tie; the pooled value there is 0 (6), whose gate passes no gradient, so the gradient is
+    the same.
+    """
+    prod = passes.producers(graph)
+    consumers: dict = {}
+    for n in graph.nodes:
+        for s in n.inputs:
+            if s is not None:
+                consumers.setdefault(s, []).append(n)
+    live_outputs = {v for k, v in outputs if k == "slot"}
+    after: dict = {}  # id(max_pool node) -> the activation node to run right after it
+
+    def pool_or_its_grad(u, a, indices):
+        if u.kind != "prim" or u.inputs.count(a) != 1 or u.inputs[0] != a:
+            return False
+        return u.prim is max_pool_p or (u.prim is max_pool_grad_p and u.inputs[2] in indices)
+
+    for a, users in consumers.items():
+        act = prod.get(a)
+        if a in live_outputs or act is None or act.kind != "prim":
+            continue
+        pools = [u for u in users if u.kind == "prim" and u.prim is max_pool_p]
+        indices = {p.outputs[1] for p in pools}
+        if not pools or not all(pool_or_its_grad(u, a, indices) for u in users):
+            continue
+        if act.prim in _MONOTONE and graph.avals[act.inputs[0]] == graph.avals[a]:
+            prim, source = act.prim, act.inputs[0]
+        elif act.prim is matmul_p and act.params.get("activation") in _MONOTONE_EPILOGUES:
+            prim, source = _MONOTONE_EPILOGUES[act.params["activation"]], a
+            act.params = {**act.params, "activation": None}
+        else:
+            continue
+        for u in users:
+            u.inputs = [source] + u.inputs[1:]
+        for p in pools:
+            pooled = p.outputs[0]
+            raw = graph._new_slot(*graph.avals[pooled])
+            p.outputs = [raw] + p.outputs[1:]
+            after[id(p)] = Node("prim", [raw], [pooled], prim, {})
+    nodes = []
+    for n in graph.nodes:
+        nodes.append(n)
+        if id(n) in after:
+            nodes.append(after[id(n)])
+    graph.nodes = nodes
+    return outputs
+
+
+passes.register_pass(gate_pooled_gradients)
+passes.register_pass(sum_pooled_gradients)
+passes.register_pass(pool_before_activation)

@@ -12,7 +12,7 @@ import torch
 
 import keratron as kt
 from keratron.autodiff.primitive import PRIMITIVES
-from keratron.ops.conv import same_padding
+from keratron.ops.convolution import same_padding
 from tests.conftest import require
 
 ops = kt.ops
@@ -433,7 +433,7 @@ def test_pointwise_conv_gemm_path_matches_torch_and_differentiates():
     """1x1 stride-1 convs run as one GEMM over NHWC memory; values and both gradients."""
     import torch
 
-    from keratron.autodiff.gradcheck import check_against_torch, check_grads
+    from tests.gradcheck import check_against_torch, check_grads
 
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 5, 3, 7))
@@ -466,10 +466,10 @@ def test_pointwise_conv_gemm_path_matches_torch_and_differentiates():
 def test_float32_cpu_conv_paths_equal_conv_then_activation(
     xs, ks, groups, strides, padding, activation, monkeypatch
 ):
-    """Every CPU float32 path (oneDNN with the clamp as a post-op, the 1x1 GEMM, oneDNN with
-    a kernel prepacked by conv_kernel_layout) gives the values of torch's convolution followed
-    by the activation, and the 1x1 path depends on size."""
-    conv_module = importlib.import_module("keratron.ops.conv")
+    """Every path of the CPU route (oneDNN with the clamp as a post-op, the 1x1 GEMM, oneDNN
+    with a kernel prepacked by conv_kernel_layout) gives the values of torch's convolution
+    followed by the activation, and the 1x1 path depends on size; the reference is plain."""
+    conv_module = importlib.import_module("keratron.ops.convolution")
     x = torch.from_numpy(f32(*xs) * 4)
     k = torch.from_numpy(f32(*ks))
     b = torch.from_numpy(f32(ks[-1] if groups == 1 else xs[-1]))
@@ -488,7 +488,9 @@ def test_float32_cpu_conv_paths_equal_conv_then_activation(
     gemms, addmm = [], torch.addmm
     monkeypatch.setattr(torch, "addmm", lambda *a: gemms.append(1) or addmm(*a))
     args = (strides, padding, (1, 1), groups, activation)
-    got = conv_module._conv_impl(x, k, b, *args)
+    torch.testing.assert_close(conv_module._conv_impl(x, k, b, *args), want, rtol=1e-5, atol=1e-5)
+    assert not gemms  # the reference is torch's convolution, whatever the shape
+    got = conv_module._conv_cpu(x, k, b, *args)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert bool(gemms) == (xs[1] * xs[2] <= conv_module._POINTWISE_GEMM_PIXELS and ks[0] == 1)
 
@@ -499,6 +501,4 @@ def test_float32_cpu_conv_paths_equal_conv_then_activation(
     assert bool(params) == (not gemms)
     laid = conv_module.conv_kernel_layout_p.impl(k, **params)
     assert laid.is_mkldnn == bool(params)
-    torch.testing.assert_close(
-        conv_module._conv_impl(x, laid, b, *args), want, rtol=1e-5, atol=1e-5
-    )
+    torch.testing.assert_close(conv_module._conv_cpu(x, laid, b, *args), want, rtol=1e-5, atol=1e-5)
