@@ -1,16 +1,10 @@
 """`keratron.function`: trace a Python function into a graph, optimise it, replay it.
 
 Tracing runs the Python body once per input signature with `Tracer` tensors (data-free
-tensors on torch's "meta" device). Every `Primitive.bind` whose inputs include a tracer or a
-Variable, and every effect (random draws, variable assignments, opaque updates such as an
-optimizer step), becomes a node; ops on constants alone are computed once, at trace time.
-A `GradientTape` inside the function records the traced ops as it does eager ones, and its
-`gradient` call adds the VJP nodes to the same graph.
-
-The graph is then optimised (`passes.optimize`: dead code, common subexpressions, constant
-folding, algebraic clean-ups, epilogue fusion) and lowered to a flat plan of pre-bound kernel
-calls with in-place reuse of dead buffers and a memory plan that drops each intermediate after
-its last use. Replay never touches a tape.
+tensors on torch's "meta" device), through the public tracing API of
+`keratron.autodiff.tracing` (`Trace`: record, differentiate, compile). A `GradientTape` inside
+the function records the traced ops as it does eager ones, and its `gradient` call adds the
+VJP nodes to the same graph. The compiled plan replays without touching a tape.
 
 Thread safety: one function (and so a model's `predict`, `evaluate` and `__call__`) may be
 called from several threads at once, on any mix of input shapes. Each thread traces into its
@@ -24,175 +18,36 @@ supported, nor is `fit` in one thread while another predicts with the same model
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import warnings
+import weakref
 from collections import Counter
 
 import numpy as np
-import torch
 
 from keratron import config
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
-from keratron.autodiff.primitive import Primitive, trace_state
+from keratron.autodiff.tape import active_tapes
 from keratron.autodiff.tensor import (
     Tensor,
     Variable,
     collect_created_variables,
     convert_to_tensor,
 )
+from keratron.autodiff.tracing import Graph, Node, Trace, Tracer, is_tracing, record_effect
 
-__all__ = ["function", "Function", "Graph", "Tracer", "is_tracing", "record_effect"]
-
-
-class Tracer(Tensor):
-    """A data-free tensor standing for a value of the graph being traced."""
-
-    __slots__ = ("_graph",)
-
-    def __init__(self, meta: torch.Tensor, graph):
-        self._value = meta
-        self._graph = graph
-
-    def __repr__(self):
-        return f"<Tracer shape={self.shape}, dtype={self.dtype}>"
-
-
-class Node:
-    """One graph operation: a primitive call, a variable assignment, or an opaque effect."""
-
-    __slots__ = ("kind", "prim", "params", "inputs", "outputs", "fn", "var")
-
-    def __init__(self, kind, inputs, outputs, prim=None, params=None, fn=None, var=None):
-        self.kind = kind  # "prim" | "assign" | "assign_add" | "assign_sub" | "effect"
-        self.prim = prim
-        self.params = params or {}
-        self.inputs = list(inputs)  # slot ids (None for absent optional inputs)
-        self.outputs = list(outputs)  # slot ids
-        self.fn = fn
-        self.var = var
-
-    @property
-    def is_effect(self) -> bool:
-        return self.kind != "prim" or self.prim.effect
-
-    def __repr__(self):
-        name = self.prim.name if self.prim is not None else self.kind
-        return f"Node({name}, in={self.inputs}, out={self.outputs})"
-
-
-class Graph:
-    """A traced program over numbered value slots.
-
-    Slots are graph inputs, constants (concrete Tensors met while tracing), variable captures
-    (one slot per variable *version*: a read after an assignment is a different value, so no
-    pass can merge reads across it) or node outputs. `avals[slot]` is (shape, torch dtype).
-    """
-
-    def __init__(self):
-        self.nodes: list[Node] = []
-        self.avals: dict[int, tuple] = {}
-        self.inputs: list[int] = []
-        self.consts: dict[int, torch.Tensor] = {}
-        self.captures: dict[int, Variable] = {}
-        self._slot_of: dict[int, int] = {}  # id(object) -> slot
-        self._keep: list = []  # keeps traced objects alive so ids stay unique
-        self._var_version: dict[int, int] = {}
-        self._var_slot: dict[tuple, int] = {}
-        self._n = 0
-
-    # ------------------------------------------------------------------ slots
-    def _new_slot(self, shape, dtype) -> int:
-        s = self._n
-        self._n += 1
-        self.avals[s] = (tuple(shape), dtype)
-        return s
-
-    def new_input(self, shape, dtype) -> Tracer:
-        meta = torch.empty(shape, dtype=dtype, device="meta")
-        t = Tracer(meta, self)
-        s = self._new_slot(shape, dtype)
-        self._slot_of[id(t)] = s
-        self._keep.append(t)
-        self.inputs.append(s)
-        return t
-
-    def slot(self, x) -> int | None:
-        if x is None:
-            return None
-        if isinstance(x, Variable):
-            key = (id(x), self._var_version.get(id(x), 0))
-            s = self._var_slot.get(key)
-            if s is None:
-                s = self._var_slot[key] = self._new_slot(x._value.shape, x._value.dtype)
-                self.captures[s] = x
-                self._keep.append(x)
-            return s
-        s = self._slot_of.get(id(x))
-        if s is not None:
-            return s
-        if isinstance(x, Tracer):
-            raise ValueError(
-                "A tensor traced by another keratron.function was used here; tracers cannot "
-                "leave the function that made them (return it as an output instead)."
-            )
-        if x._value.is_meta:
-            raise RuntimeError(
-                "Internal error while tracing: a data-free tensor that is not a graph value was "
-                "used as an op input (some code built a Tensor from a traced value directly "
-                "instead of through an op)."
-            )
-        s = self._new_slot(x._value.shape, x._value.dtype)
-        self.consts[s] = x._value
-        self._slot_of[id(x)] = s
-        self._keep.append(x)
-        return s
-
-    def _tracer_for(self, shape, dtype) -> Tracer:
-        t = Tracer(torch.empty(shape, dtype=dtype, device="meta"), self)
-        self._slot_of[id(t)] = self._new_slot(shape, dtype)
-        self._keep.append(t)
-        return t
-
-    # ------------------------------------------------------------------ recording
-    def wants(self, args) -> bool:
-        for a in args:
-            if a is not None and (type(a) is Tracer or isinstance(a, Variable)):
-                return True
-        return False
-
-    def record(self, prim: Primitive, args, params):
-        ins = [self.slot(a) for a in args]
-        avals = [None if a is None else (tuple(a._value.shape), a._value.dtype) for a in args]
-        outs = [
-            self._tracer_for(shape, dtype) for shape, dtype in prim.abstract_eval(avals, params)
-        ]
-        self.nodes.append(Node("prim", ins, [self._slot_of[id(o)] for o in outs], prim, params))
-        return tuple(outs) if prim.multiple_results else outs[0]
-
-    def record_assign(self, var: Variable, value: Tensor, mode: str) -> None:
-        s_val = self.slot(value)
-        s_var = self.slot(var)
-        self.nodes.append(Node(mode, [s_var, s_val], [], var=var))
-        self._var_version[id(var)] = self._var_version.get(id(var), 0) + 1
-
-    def record_effect(self, fn, inputs, variables=()) -> None:
-        """Records `fn(*input_values)` to run at this point of every replay (it may mutate the
-        given `variables`, whose later reads become new values)."""
-        ins = [self.slot(x) for x in inputs]
-        self.nodes.append(Node("effect", ins, [], fn=fn))
-        for v in variables:
-            self._var_version[id(v)] = self._var_version.get(id(v), 0) + 1
-
-
-def is_tracing() -> bool:
-    """True while a `keratron.function` body is being traced in this thread."""
-    return trace_state.tracer is not None
-
-
-def record_effect(fn, inputs, variables=()) -> None:
-    """Inside a trace, records an opaque effect (see `Graph.record_effect`)."""
-    trace_state.tracer.record_effect(fn, inputs, variables)
+# Graph, Node and Tracer live in `tracing`; they are re-exported here for older imports.
+__all__ = [
+    "function",
+    "Function",
+    "Graph",
+    "Node",
+    "Tracer",
+    "is_tracing",
+    "record_effect",
+]
 
 
 # ---------------------------------------------------------------------------- signatures
@@ -231,10 +86,22 @@ class Function:
     """A traced-and-compiled callable; see `function`."""
 
     def __init__(self, fn, input_signature=None, reduce_retracing=False, jit_compile=None):
+        name = getattr(fn, "__name__", type(fn).__name__)
+        if reduce_retracing:
+            raise ValueError(
+                f"keratron.function {name!r}: reduce_retracing=True is not supported; a "
+                "keratron.function traces one graph per concrete input shape. Give an "
+                "input_signature to have calls checked, or pass inputs of fixed shape. "
+                f"Received: reduce_retracing={reduce_retracing!r}"
+            )
+        if jit_compile:
+            raise ValueError(
+                f"keratron.function {name!r}: jit_compile=True (XLA) is not supported; every "
+                "keratron.function is already compiled (optimised, fused and planned), so "
+                f"leave jit_compile unset. Received: jit_compile={jit_compile!r}"
+            )
         self._fn = fn
-        self.input_signature = input_signature
-        self.reduce_retracing = reduce_retracing
-        self.jit_compile = jit_compile
+        self.input_signature = _check_input_signature(input_signature, name)
         self._cache: dict = {}
         self.trace_count = 0
         self._leaf_history: list[list] = []
@@ -242,26 +109,36 @@ class Function:
         # One trace at a time per function: a second thread asking for a signature being
         # traced waits for it instead of tracing it again (and layers build only once).
         self._trace_lock = threading.RLock()
+        # Bound copies per instance (see __get__): id(obj) -> (weak reference, Function).
+        self._bound: dict = {}
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        bound = self.__dict__.setdefault("_bound", {})
-        f = bound.get(id(obj))
-        if f is None:
-            f = bound[id(obj)] = Function(
-                self._fn.__get__(obj, objtype), self.input_signature, self.reduce_retracing
-            )
-        return f
+        entry = self._bound.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        # Keyed by identity and held weakly: the bound copy (and its traces) lives as long as
+        # the instance and no longer. A WeakKeyDictionary would compare instances with their
+        # own __eq__ and fail on unhashable ones.
+        try:
+            key = id(obj)
+            ref = weakref.ref(obj, lambda _, key=key, bound=self._bound: bound.pop(key, None))
+            method = _WeakMethod(self._fn, ref)
+        except TypeError:  # no weak references to obj (__slots__ without __weakref__)
+            ref = _StrongRef(obj)
+            method = self._fn.__get__(obj, objtype)
+        f = Function(method, self.input_signature)
+        return self._bound.setdefault(id(obj), (ref, f))[1]
 
     def __call__(self, *args, **kwargs):
+        if self.input_signature is not None:
+            args, kwargs = self._conform(args, kwargs)
         if is_tracing():
             return self._fn(*args, **kwargs)  # nested: inline into the outer trace
-        from keratron.autodiff import tape as _tape
-
         leaves = tree.flatten([list(args), kwargs])
-        if _tape._state.tapes and any(isinstance(x, Tensor) for x in leaves):
+        if active_tapes() and any(isinstance(x, Tensor) for x in leaves):
             # An enclosing eager tape must see the ops: run the Python body eagerly.
             return self._fn(*args, **kwargs)
         key = _cache_key(args, kwargs, leaves)
@@ -269,6 +146,33 @@ class Function:
         if compiled is None:
             compiled = self._compiled_for(key, args, kwargs, leaves)
         return compiled.run(leaves)
+
+    def _conform(self, args, kwargs):
+        """Checks a call against `input_signature` (as tf.function does) and converts its
+        Python values to tensors of the specified dtypes."""
+        name = getattr(self._fn, "__name__", "")
+        specs = self.input_signature
+        if kwargs:
+            names = _parameter_names(self._fn)
+            extra = [k for k in kwargs if k not in names[len(args) : len(specs)]]
+            if extra:
+                raise TypeError(
+                    f"keratron.function {name!r} has an input_signature of {len(specs)} "
+                    f"inputs; it got unexpected keyword arguments {extra}."
+                )
+            args = tuple(args) + tuple(
+                kwargs[n] for n in names[len(args) : len(specs)] if n in kwargs
+            )
+            kwargs = {}
+        if len(args) != len(specs):
+            raise TypeError(
+                f"keratron.function {name!r} has an input_signature of {len(specs)} inputs. "
+                f"Received: {len(args)} arguments."
+            )
+        out = tuple(
+            _conform_value(v, spec, name, i) for i, (v, spec) in enumerate(zip(args, specs))
+        )
+        return out, kwargs
 
     def _compiled_for(self, key, args, kwargs, leaves):
         with self._trace_lock:
@@ -280,34 +184,27 @@ class Function:
     def _trace(self, args, kwargs, leaves):
         self.trace_count += 1
         self._note_retrace(args, kwargs)
-        graph = Graph()
+        trace = Trace()
         traced_leaves = []
         for x in leaves:
             if isinstance(x, Tensor) and not isinstance(x, Variable):
-                traced_leaves.append(graph.new_input(x._value.shape, x._value.dtype))
+                traced_leaves.append(trace.placeholder(x._value.shape, x._value.dtype))
             elif isinstance(x, np.ndarray):
                 t = convert_to_tensor(x)
-                traced_leaves.append(graph.new_input(t._value.shape, t._value.dtype))
+                traced_leaves.append(trace.placeholder(t._value.shape, t._value.dtype))
             else:
                 traced_leaves.append(x)
         t_args, t_kwargs = tree.pack_sequence_as([list(args), kwargs], traced_leaves)
-        saved = trace_state.tracer
-        trace_state.tracer = graph
-        try:
-            # Only this thread's creations count: other threads make variables of their own.
-            with collect_created_variables() as created:
-                out = self._fn(*t_args, **t_kwargs)
-        finally:
-            trace_state.tracer = saved
+        # Only this thread's creations count: other threads make variables of their own.
+        with collect_created_variables() as created, trace:
+            out = self._fn(*t_args, **t_kwargs)
         if self.trace_count > 1 and created:
             raise ValueError(
                 f"keratron.function {getattr(self._fn, '__name__', '')!r} created variables on a "
                 "call after its first trace. Variables may be created only while the function "
                 "is traced for the first time (e.g. layers building in the first step)."
             )
-        from keratron.autodiff import passes
-
-        return passes.compile_graph(graph, out, [isinstance(x, np.ndarray) for x in leaves])
+        return trace.compile(out, [isinstance(x, np.ndarray) for x in leaves])
 
     def _note_retrace(self, args, kwargs):
         names = _argument_names(self._fn, args, kwargs)
@@ -336,20 +233,122 @@ class Function:
 
     def get_concrete_graph(self, *args, **kwargs):
         """The optimised plan for these arguments (traced if needed), for inspection."""
+        if self.input_signature is not None:
+            args, kwargs = self._conform(args, kwargs)
         leaves = tree.flatten([list(args), kwargs])
         key = _cache_key(args, kwargs, leaves)
         compiled = self._cache.get(key)
         return compiled if compiled is not None else self._compiled_for(key, args, kwargs, leaves)
 
 
-def _argument_names(fn, args, kwargs):
-    import inspect
+class _WeakMethod:
+    """`func` bound to an instance held by a weak reference (a bound method would keep it
+    alive through the Function cached for it)."""
 
+    def __init__(self, func, ref):
+        self._func = func
+        self._ref = ref
+        functools.update_wrapper(self, func)
+        try:
+            sig = inspect.signature(func)
+            self.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
+        except (TypeError, ValueError):
+            pass
+
+    def __call__(self, *args, **kwargs):
+        obj = self._ref()
+        if obj is None:
+            raise ReferenceError(
+                f"keratron.function {self._func.__name__!r}: the instance it is bound to was "
+                "deleted."
+            )
+        return self._func(obj, *args, **kwargs)
+
+
+class _StrongRef:
+    """Stands for a weak reference to an object that cannot be weakly referenced."""
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def __call__(self):
+        return self._obj
+
+
+# ---------------------------------------------------------------------------- input_signature
+def _is_spec(x) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (Tensor, np.ndarray))
+
+
+def _check_input_signature(signature, name):
+    if signature is None:
+        return None
+    if not isinstance(signature, (list, tuple)):
+        raise TypeError(
+            f"keratron.function {name!r}: input_signature must be a list or tuple of specs "
+            f"(objects with `shape` and `dtype`, such as TensorSpec). Received: {signature!r}"
+        )
+    for spec in tree.flatten(list(signature)):
+        if not _is_spec(spec):
+            raise TypeError(
+                f"keratron.function {name!r}: every input_signature entry needs a `shape` and a "
+                f"`dtype` (a TensorSpec). Received: {spec!r}"
+            )
+    return tuple(signature)
+
+
+def _conform_value(value, spec, name, i):
+    """`value` checked against `spec` (a spec, or a list/tuple/dict of them) and converted."""
+    if _is_spec(spec):
+        return _conform_leaf(value, spec, name, i)
+    same = (
+        isinstance(spec, dict)
+        and isinstance(value, dict)
+        and sorted(spec, key=str) == sorted(value, key=str)
+    ) or (
+        isinstance(spec, (list, tuple))
+        and isinstance(value, (list, tuple))
+        and len(spec) == len(value)
+    )
+    if not same:
+        raise ValueError(
+            f"keratron.function {name!r}: argument {i} does not have the structure of its "
+            f"input_signature. Expected: {spec!r}. Received: {value!r}"
+        )
+    if isinstance(spec, dict):
+        return {k: _conform_value(value[k], spec[k], name, i) for k in value}
+    return type(value)(_conform_value(v, sp, name, i) for v, sp in zip(value, spec))
+
+
+def _conform_leaf(x, spec, name, i):
+    want_dtype = None if spec.dtype is None else standardize_dtype(spec.dtype)
+    if not isinstance(x, (Tensor, np.ndarray)):
+        x = convert_to_tensor(x, dtype=want_dtype)
+    shape = tuple(x.shape)
+    dtype = standardize_dtype(x.dtype)
+    want_shape = None if spec.shape is None else tuple(spec.shape)
+    shape_ok = want_shape is None or (
+        len(want_shape) == len(shape)
+        and all(w is None or int(w) == d for w, d in zip(want_shape, shape))
+    )
+    if not shape_ok or (want_dtype is not None and dtype != want_dtype):
+        raise ValueError(
+            f"keratron.function {name!r}: argument {i} does not match its input_signature. "
+            f"Expected: shape={want_shape}, dtype={want_dtype}. "
+            f"Received: shape={shape}, dtype={dtype}"
+        )
+    return x
+
+
+def _parameter_names(fn) -> list:
     try:
-        params = list(inspect.signature(fn).parameters)
+        return list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        params = []
-    return params[: len(args)] + list(kwargs)
+        return []
+
+
+def _argument_names(fn, args, kwargs):
+    return _parameter_names(fn)[: len(args)] + list(kwargs)
 
 
 def function(fn=None, input_signature=None, reduce_retracing=False, jit_compile=None):
@@ -358,6 +357,17 @@ def function(fn=None, input_signature=None, reduce_retracing=False, jit_compile=
     The Python body runs once per signature (tensor shapes/dtypes and Python values);
     later calls replay the optimised graph. Variables are captured by reference, so
     `assign*` inside the function takes effect on every call.
+
+    Args:
+        fn: the function (or method) to compile.
+        input_signature: optional list of specs (objects with `shape` and `dtype`, such as
+            `TensorSpec`; a None dimension matches any size), one per positional input, as in
+            `tf.function`: each call is checked against it (a `ValueError` names the argument
+            on a mismatch) and its Python values become tensors of the spec's dtype. A graph
+            is still traced per concrete shape.
+        reduce_retracing: only False is supported (a `ValueError` says so otherwise).
+        jit_compile: only None or False: there is no XLA, and every keratron.function is
+            compiled already (a `ValueError` says so otherwise).
 
     Example:
         >>> @keratron.function
@@ -374,7 +384,3 @@ def function(fn=None, input_signature=None, reduce_retracing=False, jit_compile=
             jit_compile=jit_compile,
         )
     return Function(fn, input_signature, reduce_retracing, jit_compile)
-
-
-def _dtype_name(d):
-    return standardize_dtype(d)

@@ -8,8 +8,8 @@ import pytest
 
 import keratron as kt
 from keratron.autodiff import passes
-from keratron.autodiff.function import Graph, function
-from keratron.autodiff.gradcheck import check_grads
+from keratron.autodiff.function import function
+from tests.gradcheck import check_grads
 
 ops = kt.ops
 
@@ -166,15 +166,13 @@ def test_dropout_draws_fresh_masks_each_call_and_each_site():
 
 def _count_nodes_through_passes(fn, *args):
     """Traces fn and returns the node count before and after each pass."""
-    from keratron.autodiff.primitive import trace_state
+    from keratron.autodiff.tracing import Trace
 
-    graph = Graph()
-    tracers = [graph.new_input(a._value.shape, a._value.dtype) for a in args]
-    trace_state.tracer = graph
-    try:
+    trace = Trace()
+    graph = trace.graph
+    tracers = [trace.placeholder(a._value.shape, a._value.dtype) for a in args]
+    with trace:
         out = fn(*tracers)
-    finally:
-        trace_state.tracer = None
     items = [("slot", graph.slot(o)) for o in kt.autodiff.tree.flatten(out)]
     counts = [("traced", len(graph.nodes))]
     for p in passes.PASSES:
@@ -402,7 +400,6 @@ def test_predict_follows_new_weights_with_batchnorm_folded_once():
 
 def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
     import torch
-
     from keratron.ops.conv import conv_kernel_layout_p
 
     rng = np.random.default_rng(4)
@@ -587,3 +584,98 @@ def test_sums_of_a_pool_gradient_over_its_windows_sum_the_pooled_gradient(pool, 
     assert [r is not None and r.prim.name == "max_pool_grad" for r in read] == [False, True]
     for traced, eager in zip(function(f)(x), f(x)):
         np.testing.assert_allclose(traced.numpy(), eager.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- methods
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    @kt.function
+    def apply(self, x):
+        return x * self.k
+
+
+def test_a_method_function_does_not_keep_its_instance_alive():
+    import gc
+    import weakref
+
+    obj = _Scaler(3.0)
+    np.testing.assert_allclose(obj.apply(kt.ops.ones((2,))).numpy(), [3.0, 3.0])
+    ref = weakref.ref(obj)
+    del obj
+    gc.collect()
+    assert ref() is None
+    assert _Scaler.__dict__["apply"]._bound == {}
+
+
+def test_equal_instances_get_their_own_bound_functions():
+    class Same(_Scaler):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = None  # unhashable: a WeakKeyDictionary could not hold it
+
+    a, b = Same(2.0), Same(5.0)
+    x = kt.ops.ones((1,))
+    assert float(a.apply(x)[0]) == 2.0 and float(b.apply(x)[0]) == 5.0
+    assert a.apply is a.apply and a.apply is not b.apply
+
+
+def test_instances_without_weak_references_still_bind():
+    class Slotted:
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+        @kt.function
+        def apply(self, x):
+            return x + self.k
+
+    s = Slotted(1.0)
+    assert float(s.apply(kt.ops.ones(()))) == 2.0
+    assert s.apply is s.apply
+
+
+# ---------------------------------------------------------------------------- arguments
+def test_reduce_retracing_and_jit_compile_are_rejected_by_name():
+    with pytest.raises(ValueError, match="reduce_retracing=True"):
+        kt.function(lambda x: x, reduce_retracing=True)
+    with pytest.raises(ValueError, match="jit_compile=True"):
+
+        @kt.function(jit_compile=True)
+        def f(x):
+            return x
+
+    assert kt.function(lambda x: x, jit_compile=False)(kt.ops.ones(())).shape == ()
+
+
+def test_input_signature_accepts_any_size_for_a_none_dimension():
+    from keratron.data import TensorSpec
+
+    @kt.function(input_signature=[TensorSpec((None, 3), "float32")])
+    def f(x):
+        return kt.ops.sum(x, axis=1)
+
+    assert f(kt.ops.ones((2, 3))).shape == (2,)
+    assert f(np.ones((4, 3), "float32")).shape == (4,)
+    assert f(x=kt.ops.ones((1, 3))).shape == (1,)
+    np.testing.assert_allclose(f([[1.0, 2.0, 3.0]]).numpy(), [6.0])  # Python values convert
+
+
+def test_input_signature_mismatches_are_clear_errors():
+    from keratron.data import TensorSpec
+
+    @kt.function(input_signature=[TensorSpec((None, 3), "float32")])
+    def f(x):
+        return x
+
+    with pytest.raises(ValueError, match=r"argument 0 .*shape=\(None, 3\).*shape=\(2, 4\)"):
+        f(kt.ops.ones((2, 4)))
+    with pytest.raises(ValueError, match="dtype=float32.*dtype=int32"):
+        f(kt.convert_to_tensor(np.ones((2, 3), "int32")))
+    with pytest.raises(TypeError, match="input_signature of 1 inputs"):
+        f(kt.ops.ones((2, 3)), kt.ops.ones((2, 3)))
+    with pytest.raises(TypeError, match="input_signature must be a list"):
+        kt.function(lambda x: x, input_signature=TensorSpec((3,), "float32"))
