@@ -17,7 +17,6 @@ It exits with a message when CUDA is not available.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
@@ -27,26 +26,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keratron  # noqa: E402  (registers every primitive)
 from keratron.autodiff.primitive import PRIMITIVES  # noqa: E402
-from keratron.triton_kernels import ROUTES  # noqa: E402
 
 DEVICE = "cuda"
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def load_route(op: str):
-    """The route function for primitive `op`, or None (with a note) if its module is missing."""
-    module, name = ROUTES[op].split(":")
-    try:
-        mod = importlib.import_module(f"keratron.triton_kernels.{module}")
-    except ModuleNotFoundError as e:
-        if e.name == f"keratron.triton_kernels.{module}":
-            print(f"  [skip] {op}: no kernel module keratron/triton_kernels/{module}.py yet")
-            return None
-        raise
-    fn = getattr(mod, name, None)
-    if fn is None:
-        print(f"  [skip] {op}: {module}.py has no {name}()")
-    return fn
+    """The Triton route registered for primitive `op`, or None (with a note)."""
+    route = PRIMITIVES[op].kernel if op in PRIMITIVES else None
+    if route is None:
+        print(f"  [skip] {op}: no Triton route is registered")
+    return route
 
 
 def _nbytes(*tensors) -> int:
