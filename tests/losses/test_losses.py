@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import keratron as kt
-from keratron.autodiff.gradcheck import check_grads
 from tests.conftest import require
+from tests.gradcheck import check_grads
 
 keras = require("keras")
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import keratron as kt
-from keratron.autodiff.gradcheck import check_against_torch, check_grads
+from tests.gradcheck import check_against_torch, check_grads
 
 ops = kt.ops
 R = np.random.default_rng(0)

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 import keratron as kt
-from keratron.autodiff.gradcheck import check_against_torch, check_grads
 from keratron.autodiff.primitive import PRIMITIVES
+from tests.gradcheck import check_against_torch, check_grads
 
 ops = kt.ops
 R = np.random.default_rng(0)

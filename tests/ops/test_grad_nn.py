@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import keratron as kt
-from keratron.autodiff.gradcheck import check_against_torch, check_grads
+from tests.gradcheck import check_against_torch, check_grads
 
 ops = kt.ops
 R = np.random.default_rng(1)

@@ -9,9 +9,9 @@ import torch
 
 import keratron as kt
 import keratron.random
-from keratron.autodiff.gradcheck import check_grads
 from keratron.ops.image import elastic_transform
 from tests.conftest import require
+from tests.gradcheck import check_grads
 
 R = np.random.default_rng(7)
 INTERPOLATIONS = ("nearest", "bilinear")

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import keratron as kt
-from keratron.autodiff.gradcheck import check_against_torch, check_grads
 from keratron.ops import rnn
 from tests.conftest import require
+from tests.gradcheck import check_against_torch, check_grads
 
 R = np.random.default_rng(11)
 
@@ -530,12 +530,14 @@ def torch_seq(reverse):
 
 @pytest.fixture
 def onednn_calls(monkeypatch):
-    """Counts calls of the oneDNN forward and backward implementations."""
+    """Counts calls of the oneDNN forward and backward (the CPU routes)."""
     calls = []
     for prim in (rnn.lstm_onednn_p, rnn.lstm_onednn_grad_p):
-        real = prim.impl
-        monkeypatch.setattr(
-            prim, "impl", lambda *a, _r=real, _n=prim.name, **k: calls.append(_n) or _r(*a, **k)
+        real = prim.routes["cpu"]
+        monkeypatch.setitem(
+            prim.routes,
+            "cpu",
+            lambda *a, _r=real, _n=prim.name, **k: calls.append(_n) or _r(*a, **k),
         )
     return calls
 

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 import keratron as kt
-from keratron.autodiff.gradcheck import check_against_torch, check_grads
 from keratron.ops import xent
 from tests.conftest import require
+from tests.gradcheck import check_against_torch, check_grads
 
 R = np.random.default_rng(7)
 EPS = 1e-7
