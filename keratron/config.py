@@ -144,6 +144,41 @@ def device(name: str):
         stack.pop()
 
 
+# ---------------------------------------------------------------------------- host memory
+_host_memory_cache: bool | None = None  # resolved from KERATRON_HOST_MEMORY_CACHE when None
+
+
+def set_host_memory_cache(enabled: bool | None) -> None:
+    """Lets `fit`, `evaluate` and `predict` tune glibc's malloc for the whole process.
+
+    Off by default. When on, the first of those calls asks glibc (Linux only) to serve every
+    block from its heap and to trim the heap only past 1 GiB of free memory, so each training
+    step reuses the previous step's buffers instead of faulting in fresh pages; the price is
+    that up to 1 GiB of freed memory stays with the process. The allocator settings are
+    process-wide and stay in effect once applied: turning the switch off afterwards does not
+    undo them. None re-reads the KERATRON_HOST_MEMORY_CACHE environment variable ("1" is on).
+
+    Example:
+        >>> keratron.config.set_host_memory_cache(True)
+        >>> keratron.config.host_memory_cache()
+        True
+        >>> keratron.config.set_host_memory_cache(None)
+    """
+    global _host_memory_cache
+    _host_memory_cache = None if enabled is None else bool(enabled)
+
+
+def host_memory_cache() -> bool:
+    """Whether the training loops may tune glibc's malloc: `set_host_memory_cache`, else the
+    KERATRON_HOST_MEMORY_CACHE environment variable ("1" on, "0" or unset off)."""
+    if _host_memory_cache is not None:
+        return _host_memory_cache
+    env = os.environ.get("KERATRON_HOST_MEMORY_CACHE", "0").strip().lower()
+    if env not in ("0", "1", "", "false", "true", "off", "on"):
+        raise ValueError(f"KERATRON_HOST_MEMORY_CACHE must be 0 or 1. Received: {env!r}")
+    return env in ("1", "true", "on")
+
+
 # ---------------------------------------------------------------------------- kernel backend
 
 

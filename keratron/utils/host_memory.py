@@ -12,16 +12,19 @@ time: an InceptionV3 activation at batch 8 is 44 MB, 10,800 faults a batch), and
 heap only past 1 GiB of free space, so a step reuses the previous step's memory. The price:
 up to that much freed memory stays with the process.
 
-`Model.fit`, `evaluate` and `predict` call it. It is process-wide and idempotent; it does
-nothing off glibc or with the environment variable `KERATRON_HOST_MEMORY_CACHE=0`.
+`Model.fit`, `evaluate` and `predict` call it, and it acts only when the user has opted in with
+`keratron.config.set_host_memory_cache(True)` or `KERATRON_HOST_MEMORY_CACHE=1`: the setting is
+process-wide (it changes malloc for every library in the process), so keratron does not make it
+on its own. Once applied it stays applied; it does nothing off glibc.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import sys
+
+from keratron import config
 
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
 _M_MMAP_MAX = -4
@@ -31,16 +34,17 @@ _applied: bool | None = None
 
 
 def keep_freed_host_memory() -> bool:
-    """Tunes glibc's malloc once per process; returns whether the settings are in effect."""
+    """Tunes glibc's malloc once per process if `config.host_memory_cache()` is on; returns
+    whether the settings are in effect."""
     global _applied
     if _applied is None:
+        if not config.host_memory_cache():
+            return False  # asked again on the next call: the user may opt in later
         _applied = _apply()
     return _applied
 
 
 def _apply() -> bool:
-    if os.environ.get("KERATRON_HOST_MEMORY_CACHE", "1") == "0":
-        return False
     if not sys.platform.startswith("linux"):
         return False
     try:

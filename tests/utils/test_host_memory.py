@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import keratron as kt
 from keratron.utils import host_memory
@@ -21,10 +22,54 @@ def _probe(env_value):
     return out.stdout.strip()
 
 
-def test_applies_on_linux_glibc_and_can_be_turned_off():
+def test_applies_on_linux_glibc_only_when_opted_in():
     # A fresh process each: the setting is process-wide and applied once.
-    assert _probe(None) == "True"
+    assert _probe("1") == "True"
     assert _probe("0") == "False"
+    assert _probe(None) == "False"  # off by default: the allocator is the user's
+
+
+OPT_IN = """
+from keratron import config
+from keratron.utils import host_memory
+print(host_memory.keep_freed_host_memory())
+config.set_host_memory_cache(True)
+print(host_memory.keep_freed_host_memory())
+config.set_host_memory_cache(False)
+print(host_memory.keep_freed_host_memory())
+"""
+
+
+def test_config_switch_opts_in_after_a_call_that_did_nothing():
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", OPT_IN], capture_output=True, text=True, env=env, check=True
+    )
+    # The last call reports the settings still in effect: glibc keeps them once made.
+    assert out.stdout.split() == ["False", "True", "True"]
+
+
+def test_default_fit_leaves_the_allocator_alone():
+    code = "\n".join(
+        [
+            "import numpy as np, keratron as kt",
+            "from keratron.utils import host_memory",
+            "m = kt.Sequential([kt.Input((3,)), kt.layers.Dense(2)]); m.compile('sgd', 'mse')",
+            "m.fit(np.ones((4, 3), 'float32'), np.zeros((4, 2), 'float32'), verbose=0)",
+            "print(host_memory._applied)",
+        ]
+    )
+    env = {"PATH": "/usr/bin:/bin", "KERATRON_DEVICE": "cpu"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "None", out.stdout + out.stderr
+
+
+def test_environment_variable_is_validated(monkeypatch):
+    from keratron import config
+
+    monkeypatch.setenv("KERATRON_HOST_MEMORY_CACHE", "maybe")
+    with pytest.raises(ValueError, match="KERATRON_HOST_MEMORY_CACHE"):
+        config.host_memory_cache()
 
 
 REUSE = """
@@ -48,7 +93,12 @@ print(faults[-1])
 
 def test_large_blocks_are_reused_without_faulting_their_pages_again():
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
-    kept = subprocess.run([sys.executable, "-c", REUSE], capture_output=True, text=True, env=env)
+    kept = subprocess.run(
+        [sys.executable, "-c", REUSE],
+        capture_output=True,
+        text=True,
+        env={**env, "KERATRON_HOST_MEMORY_CACHE": "1"},
+    )
     plain = subprocess.run(
         [sys.executable, "-c", REUSE],
         capture_output=True,
