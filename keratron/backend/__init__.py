@@ -1,10 +1,10 @@
-"""`keras.backend`-style helpers: config accessors, unique names, clear_session."""
+"""`keras.backend`: config accessors, `get_uid`, `clear_session`, `is_keras_tensor`.
+
+The naming helpers live in `keratron.utils.naming`; `get_uid` is re-exported here because
+Keras has it here, and `unique_object_name` / `to_snake_case` for existing callers.
+"""
 
 from __future__ import annotations
-
-import collections
-import re
-import threading
 
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, is_tensor
 from keratron.config import (
@@ -16,6 +16,8 @@ from keratron.config import (
     set_image_data_format,
     standardize_data_format,
 )
+from keratron.utils import naming
+from keratron.utils.naming import get_uid, to_snake_case, unique_object_name
 
 __all__ = [
     "epsilon",
@@ -37,38 +39,13 @@ __all__ = [
     "is_keras_tensor",
 ]
 
-_names = threading.local()
-
-
-def _counters() -> collections.defaultdict:
-    c = getattr(_names, "counters", None)
-    if c is None:
-        c = _names.counters = collections.defaultdict(int)
-    return c
-
-
-def get_uid(prefix: str = "") -> int:
-    """Returns 1, 2, 3, ... for successive calls with the same prefix (per session)."""
-    c = _counters()
-    c[prefix] += 1
-    return c[prefix]
-
-
-def unique_object_name(base: str) -> str:
-    """Keras auto-naming: "dense", then "dense_1", "dense_2", ..."""
-    n = get_uid(base)
-    return base if n == 1 else f"{base}_{n - 1}"
-
-
-def to_snake_case(name: str) -> str:
-    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
-    return s if not s.startswith("_") else "private" + s
+# The estimator's tracing saves and restores the counts through this name.
+_counters = naming.uid_counters
 
 
 def clear_session(free_memory: bool = True) -> None:
     """Resets auto-naming (the next Dense is "dense" again), as Keras does."""
-    _counters().clear()
+    naming.reset_uids()
 
 
 def backend() -> str:

@@ -7,13 +7,12 @@ import os
 import shutil
 
 from keratron.callbacks.callback import Callback
+from keratron.utils.io_utils import atomic_write
 
 __all__ = ["BackupAndRestore"]
 
 
 def _copy_atomic(src, dst) -> None:
-    from keratron.saving._files import atomic_write
-
     with atomic_write(dst) as tmp:
         shutil.copyfile(src, tmp)
 
@@ -114,8 +113,6 @@ class BackupAndRestore(Callback):
             self._save_model()
 
     def _save_model(self):
-        from keratron.saving._files import atomic_write
-
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint and os.path.exists(self._weights_path):
             _copy_atomic(self._weights_path, self._prev_weights_path)

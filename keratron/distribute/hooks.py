@@ -29,10 +29,10 @@ from keratron.autodiff import tree
 from keratron.autodiff.tensor import Tensor, mark_written
 from keratron.distribute import collectives
 from keratron.distribute.strategy import (
-    _batch_size,
     _LocalBatch,
-    _slice_rows,
-    _split_sizes,
+    batch_rows,
+    slice_rows,
+    split_sizes,
     strategy_in_scope,
 )
 
@@ -209,13 +209,13 @@ def local_batch(model, batch, mode: str):
     world, rank = s.num_replicas_in_sync, s._rank
     s._batch_split = s._step_weight = None
     if isinstance(batch, _LocalBatch):
-        sizes = [int(v) for v in collectives.all_gather_ints([_batch_size(batch) or 0])[:, 0]]
+        sizes = [int(v) for v in collectives.all_gather_ints([batch_rows(batch) or 0])[:, 0]]
         local = tuple(batch)
     else:
-        n = _batch_size(batch)
+        n = batch_rows(batch)
         if n is None:
             return batch
-        sizes = _split_sizes(n, world)
+        sizes = split_sizes(n, world)
         local = None
     if min(sizes) == 0:
         if mode == "train":
@@ -243,7 +243,7 @@ def local_batch(model, batch, mode: str):
     if local is not None:
         return local
     lo = sum(sizes[:rank])
-    return _slice_rows(batch, lo, lo + sizes[rank], sum(sizes))
+    return slice_rows(batch, lo, lo + sizes[rank], sum(sizes))
 
 
 def aggregate_gradients(optimizer, grads: list) -> list:

@@ -172,13 +172,16 @@ class _LocalBatch(tuple):
     __slots__ = ()
 
 
-def _split_sizes(n: int, parts: int) -> list:
+def split_sizes(n: int, parts: int) -> list:
+    """The row counts of each worker's slice of a batch of `n` rows split `parts` ways."""
     # Contiguous slices, sizes differing by at most one (the first ones take the remainder).
     base, extra = divmod(n, parts)
     return [base + (1 if r < extra else 0) for r in range(parts)]
 
 
-def _slice_rows(batch, lo: int, hi: int, n: int):
+def slice_rows(batch, lo: int, hi: int, n: int):
+    """Rows `[lo, hi)` of every array of a (nested) batch of `n` rows."""
+
     def cut(t):
         if isinstance(t, Tensor):
             return Tensor(t._value[lo:hi])
@@ -197,7 +200,8 @@ def _slice_rows(batch, lo: int, hi: int, n: int):
     return tree.map_structure(cut, batch)
 
 
-def _batch_size(batch):
+def batch_rows(batch):
+    """The first dimension of a (nested) batch's first array, or None."""
     for t in tree.flatten(batch):
         if isinstance(t, (Tensor, np.ndarray, torch.Tensor)) and len(t.shape):
             return int(t.shape[0])
@@ -219,13 +223,13 @@ class DistributedDataset:
     def __iter__(self):
         rank, world = self._strategy._rank, self._strategy.num_replicas_in_sync
         for batch in self._dataset:
-            n = _batch_size(batch)
+            n = batch_rows(batch)
             if n is None or world == 1:
                 yield batch
                 continue
-            sizes = _split_sizes(n, world)
+            sizes = split_sizes(n, world)
             lo = sum(sizes[:rank])
-            local = _slice_rows(batch, lo, lo + sizes[rank], n)
+            local = slice_rows(batch, lo, lo + sizes[rank], n)
             yield _LocalBatch(local) if isinstance(local, (tuple, list)) else local
 
 

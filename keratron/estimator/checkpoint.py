@@ -21,6 +21,8 @@ import time
 import h5py
 import numpy as np
 
+from keratron.utils.io_utils import atomic_write
+
 __all__ = [
     "CHECKPOINT_BASENAME",
     "latest_checkpoint",
@@ -35,12 +37,6 @@ INDEX_FILENAME = "checkpoint"
 _SUFFIX = ".h5"
 _FORMAT = "keratron.estimator.checkpoint"
 _LINE = re.compile(r"^\s*([a-z_]+)\s*:\s*(.*?)\s*$")
-
-
-def _atomic_write():
-    from keratron.saving._files import atomic_write
-
-    return atomic_write
 
 
 def _data_file(prefix: str) -> str:
@@ -111,7 +107,7 @@ def _write_index(model_dir: str, latest: str, all_paths: list, timestamps: list)
     lines += [f"all_model_checkpoint_paths: {_quote(os.path.basename(p))}" for p in all_paths]
     lines += [f"all_model_checkpoint_timestamps: {t:.6f}" for t in timestamps]
     lines.append(f"last_preserved_timestamp: {min(timestamps, default=time.time()):.6f}")
-    with _atomic_write()(os.path.join(model_dir, INDEX_FILENAME)) as tmp:
+    with atomic_write(os.path.join(model_dir, INDEX_FILENAME)) as tmp:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
 
@@ -123,7 +119,7 @@ def save_checkpoint(model_dir, global_step: int, values: dict, keep_checkpoint_m
     model_dir = os.fspath(model_dir)
     os.makedirs(model_dir, exist_ok=True)
     prefix = os.path.join(model_dir, f"{CHECKPOINT_BASENAME}-{int(global_step)}")
-    with _atomic_write()(_data_file(prefix)) as tmp:
+    with atomic_write(_data_file(prefix)) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs["format"] = _FORMAT
             f.attrs["version"] = 1

@@ -25,10 +25,11 @@ from keratron.distribute.strategy import (
     InputContext,
     MultiWorkerMirroredStrategy,
     Strategy,
-    _batch_size,
-    _slice_rows,
-    _split_sizes,
+    batch_rows,
+    slice_rows,
+    split_sizes,
 )
+from keratron.estimator._tracing import current
 
 __all__ = [
     "strategy_for",
@@ -77,8 +78,7 @@ def input_context(estimator):
 
 
 def _mode(estimator):
-    from keratron.estimator._tracing import current
-
+    del estimator
     return current.mode
 
 
@@ -99,18 +99,18 @@ def local_batches(estimator, batches, mode):
             s._step_weight = None  # equal shares, as InputContext asks for
             yield batch
             continue
-        n = _batch_size(batch)
+        n = batch_rows(batch)
         if n is None:
             yield batch
             continue
-        sizes = _split_sizes(n, world)
+        sizes = split_sizes(n, world)
         if min(sizes) == 0:
             if mode == "eval" and rank == 0:
                 yield batch
             continue
         s._step_weight = sizes[rank] / n
         lo = sum(sizes[:rank])
-        yield _slice_rows(batch, lo, lo + sizes[rank], n)
+        yield slice_rows(batch, lo, lo + sizes[rank], n)
 
 
 def sync_variables(estimator, traced, mode) -> None:

@@ -24,8 +24,8 @@ import numpy as np
 
 from keratron.autodiff import tree
 from keratron.autodiff.tensor import Tensor, Variable, mark_written
-from keratron.distribute import estimator_hooks as distribute_hooks
 from keratron.estimator import checkpoint as ckpt_lib
+from keratron.estimator import distribute_hooks
 from keratron.estimator import hooks as hooks_lib
 from keratron.estimator._tracing import (
     check_model_fn,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 
-from keratron.distribute._runtime import cluster_from_environment
+from keratron.distribute.cluster import cluster_from_environment
 
 __all__ = ["RunConfig"]
 

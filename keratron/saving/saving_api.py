@@ -26,7 +26,8 @@ import zipfile
 import numpy as np
 
 from keratron.saving import config_compat, keras3_h5, legacy_h5
-from keratron.saving._files import ask_to_proceed_with_overwrite, atomic_write, check_readable
+from keratron.saving._files import check_readable
+from keratron.utils.io_utils import ask_to_proceed_with_overwrite, atomic_write
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights"]
 

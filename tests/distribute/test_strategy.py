@@ -11,9 +11,9 @@ import torch
 
 import keratron as kt
 from keratron import distribute
-from keratron.autodiff.gradcheck import check_against_torch, check_grads
 from keratron.distribute import _runtime, collectives, hooks
-from keratron.distribute.strategy import Strategy, _LocalBatch, _split_sizes
+from keratron.distribute.strategy import Strategy, _LocalBatch, split_sizes
+from tests.gradcheck import check_against_torch, check_grads
 
 
 # ---------------------------------------------------------------------- environment
@@ -236,7 +236,7 @@ def test_local_batch_slices_contiguously(monkeypatch):
     assert ly.numpy().tolist() == [4.0, 5.0, 6.0]  # sizes [4, 3]: worker 1 takes rows 4..6
     assert s._batch_split == [4, 3] and s._step_weight == pytest.approx(3 / 7)
     assert lx.shape == (3, 2)
-    assert _split_sizes(10, 4) == [3, 3, 2, 2]
+    assert split_sizes(10, 4) == [3, 3, 2, 2]
     with pytest.raises(ValueError, match="first dimension"):
         hooks.local_batch(model, (x, kt.convert_to_tensor(np.arange(6.0))), "train")
 

@@ -1,0 +1,76 @@
+"""Crash-safe file writes and Keras's overwrite prompt (as `keras.src.utils.io_utils`).
+
+`atomic_write` writes to a temporary file in the target's directory, flushes, fsyncs and
+renames it over the target (`os.replace` is atomic on POSIX and Windows), and fsyncs the
+directory entry too: a process killed at any moment leaves either the previous file untouched
+or the new one complete, never a mixture. Saving, checkpoints and callbacks all write this way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+__all__ = ["ask_to_proceed_with_overwrite", "atomic_write", "fsync_path"]
+
+
+def fsync_path(path: str) -> None:
+    """Flushes a file's (or a directory's) data to disk."""
+    flags = os.O_RDONLY
+    if os.path.isdir(path) and hasattr(os, "O_DIRECTORY"):
+        flags |= os.O_DIRECTORY
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return  # some platforms cannot open directories; the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_write(filepath):
+    """Yields a temporary path beside `filepath`; on a clean exit the file written there is
+    fsynced and renamed over `filepath`, on an exception it is removed.
+
+    Example:
+        >>> with atomic_write("model.h5") as tmp:
+        ...     write_the_file(tmp)
+    """
+    filepath = os.fspath(filepath)
+    directory = os.path.dirname(os.path.abspath(filepath)) or "."
+    os.makedirs(directory, exist_ok=True)
+    base = os.path.basename(filepath)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        fsync_path(tmp)
+        if os.path.exists(filepath):
+            # mkstemp creates files readable by the owner only; keep the old file's mode.
+            os.chmod(tmp, os.stat(filepath).st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, filepath)
+        fsync_path(directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def ask_to_proceed_with_overwrite(filepath) -> bool:
+    """Asks on the terminal whether an existing file may be overwritten (Keras's prompt)."""
+    overwrite = input(f"[WARNING] {filepath} already exists - overwrite? [y/n]").strip().lower()
+    while overwrite not in ("y", "n"):
+        overwrite = input('Enter "y" (overwrite) or "n" (cancel).').strip().lower()
+    if overwrite == "n":
+        return False
+    print("[TIP] Next time specify overwrite=True!")
+    return True
