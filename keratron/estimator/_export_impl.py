@@ -9,10 +9,8 @@ import time
 
 import numpy as np
 
-from keratron.autodiff import passes
-from keratron.autodiff.function import Graph
-from keratron.autodiff.primitive import trace_state
 from keratron.autodiff.tensor import collect_created_variables
+from keratron.autodiff.tracing import Trace
 from keratron.estimator import checkpoint as ckpt_lib
 from keratron.estimator import export as export_lib
 from keratron.estimator._tracing import (
@@ -74,16 +72,15 @@ def _new_export_dir(base):
 
 def export(estimator, export_dir_base, serving_input_receiver_fn, prefix, assets_extra=None):
     values, step = ckpt_lib.read_checkpoint(prefix)
-    graph = Graph()
+    trace = Trace()
     state = export_lib._export_state
-    saved_tracer = trace_state.tracer
     with (
         naming_scope(),
         collect_created_variables() as created,
         running(estimator, ModeKeys.PREDICT),
+        trace,
     ):
-        trace_state.tracer = graph
-        state.graph, state.batch_size, state.placeholders = graph, 1, []
+        state.graph, state.batch_size, state.placeholders = trace.graph, 1, []
         saved_current = (current.tape, current.created)
         current.tape, current.created = None, created
         try:
@@ -112,14 +109,13 @@ def export(estimator, export_dir_base, serving_input_receiver_fn, prefix, assets
                 estimator._config,
             )
         finally:
-            trace_state.tracer = saved_tracer
             state.graph, state.placeholders = None, []
             current.tape, current.created = saved_current
     outputs: list = []
     signatures = _signatures(spec, outputs)
     gs = estimator._global_step
     ordered, seen = [], set()
-    for v in list(created) + list(graph.captures.values()):
+    for v in list(created) + trace.captured_variables():
         if id(v) not in seen and v is not gs:
             seen.add(id(v))
             ordered.append(v)
@@ -136,10 +132,10 @@ def export(estimator, export_dir_base, serving_input_receiver_fn, prefix, assets
         if key in values:
             _assign_now(var, values[key])
     names = {id(v): k for k, v in keys.items()}
-    if any(v is gs for v in graph.captures.values()):
-        gs = _snapshot_global_step(graph, gs, step)
+    if any(v is gs for v in trace.captured_variables()):
+        gs = _snapshot_global_step(trace, gs, step)
         names[id(gs)] = "global_step"
-    compiled = passes.compile_graph(graph, outputs, [False] * len(graph.inputs))
+    compiled = trace.compile(outputs)
     from keratron.saved_model.save import write_serving_graph
 
     tmp_dir, final_dir = _new_export_dir(export_dir_base)
@@ -158,14 +154,12 @@ def export(estimator, export_dir_base, serving_input_receiver_fn, prefix, assets
     return os.fsencode(final_dir)
 
 
-def _snapshot_global_step(graph, gs, step):
+def _snapshot_global_step(trace, gs, step):
     """The serving graph reads the global step as of the exported checkpoint."""
     from keratron.autodiff.tensor import Variable
 
     frozen = Variable(np.int64(step), dtype="int64", trainable=False, name="global_step")
-    for slot, var in list(graph.captures.items()):
-        if var is gs:
-            graph.captures[slot] = frozen
+    trace.replace_variable(gs, frozen)
     return frozen
 
 

@@ -22,10 +22,9 @@ import torch
 
 from keratron import config
 from keratron.autodiff import tree
-from keratron.autodiff.function import Graph, Tracer
-from keratron.autodiff.primitive import trace_state
 from keratron.autodiff.tape import GradientTape
 from keratron.autodiff.tensor import Tensor, Variable, collect_created_variables, convert_to_tensor
+from keratron.autodiff.tracing import Trace
 from keratron.estimator.mode_keys import ModeKeys
 from keratron.estimator.model_fn import EstimatorSpec
 
@@ -320,42 +319,39 @@ def _lookup(ids, vocabulary):
 def trace_model_fn(estimator, mode, features, labels, extra_outputs=None) -> TracedModelFn:
     """Traces `estimator`'s model_fn for `mode` on batches shaped like `features`/`labels`."""
     from keratron import metrics as metrics_module
-    from keratron.autodiff import passes
     from keratron.estimator.hooks import tensors_in
 
-    graph = Graph()
+    trace = Trace()
     leaves = tree.flatten([features, labels])
     traced = [
-        None if t is None else graph.new_input(t._value.shape, t._value.dtype) for t in leaves
+        None if t is None else trace.placeholder(t._value.shape, t._value.dtype) for t in leaves
     ]
     t_features, t_labels = tree.pack_sequence_as([features, labels], traced)
     gs = estimator._global_step
     outputs = _Outputs()
-    saved_tracer = trace_state.tracer
     tape = GradientTape(persistent=True) if mode == ModeKeys.TRAIN else None
     loss_metric = None
     with naming_scope(), collect_created_variables() as created, running(estimator, mode):
-        trace_state.tracer = graph
         saved = (current.tape, current.created, current.local_ids)
         current.tape, current.created, current.local_ids = tape, created, set()
         local_ids = current.local_ids
         try:
-            with tape if tape is not None else contextlib.nullcontext():
-                spec = call_model_fn(
-                    estimator._model_fn,
-                    t_features,
-                    t_labels,
-                    mode,
-                    estimator._params_for_call(),
-                    estimator._config,
-                )
-            if mode == ModeKeys.TRAIN and graph._var_version.get(id(gs), 0) == 0:
-                gs.assign_add(1)
-            if mode == ModeKeys.EVAL:
-                loss_metric = metrics_module.Mean(name="loss")
-                loss_metric.update_state(spec.loss)
+            with trace:
+                with tape if tape is not None else contextlib.nullcontext():
+                    spec = call_model_fn(
+                        estimator._model_fn,
+                        t_features,
+                        t_labels,
+                        mode,
+                        estimator._params_for_call(),
+                        estimator._config,
+                    )
+                if mode == ModeKeys.TRAIN and not trace.writes(gs):
+                    gs.assign_add(1)
+                if mode == ModeKeys.EVAL:
+                    loss_metric = metrics_module.Mean(name="loss")
+                    loss_metric.update_state(spec.loss)
         finally:
-            trace_state.tracer = saved_tracer
             current.tape, current.created, current.local_ids = saved
     loss_index = None if spec.loss is None else outputs.add(spec.loss)
     predictions = None
@@ -378,7 +374,7 @@ def trace_model_fn(estimator, mode, features, labels, extra_outputs=None) -> Tra
     }[mode]
     for hook in hooks:
         for t in tensors_in(hook):
-            if isinstance(t, Tracer) and t._graph is graph:
+            if trace.owns(t):
                 outputs.add(t)
     if mode == ModeKeys.EVAL:
         metrics_all = list(metrics.values()) + [loss_metric]
@@ -387,11 +383,11 @@ def trace_model_fn(estimator, mode, features, labels, extra_outputs=None) -> Tra
     excluded = metric_variable_ids(metrics_all) | {id(gs)} | local_ids
     seen = set()
     ordered = []
-    for v in list(created) + list(graph.captures.values()):
+    for v in list(created) + trace.captured_variables():
         if id(v) not in excluded and id(v) not in seen:
             seen.add(id(v))
             ordered.append(v)
-    compiled = passes.compile_graph(graph, list(outputs.tensors), [False] * len(graph.inputs))
+    compiled = trace.compile(list(outputs.tensors))
     return TracedModelFn(
         mode=mode,
         compiled=compiled,

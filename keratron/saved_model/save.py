@@ -1,5 +1,5 @@
-"""Writing a traced, optimised serving graph (`keratron.autodiff.passes.CompiledFunction`)
-to an export directory as data (see `_format.py`)."""
+"""Writing a traced, optimised serving graph (what `keratron.autodiff.tracing.Trace.compile`
+returns) to an export directory as data (see `_format.py`)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def write_serving_graph(export_dir, compiled, inputs, signatures, variable_names
         "format": fmt.FORMAT,
         "version": fmt.VERSION,
         "batch_size": int(batch_size),
-        "num_slots": int(graph._n),
+        "num_slots": int(graph.num_slots),
         "inputs": input_specs,
         "signatures": sigs,
         "values": values,
