@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import torch
 
+from keratron import config
 from keratron.autodiff import tape as _tape
-from keratron.ops import _dispatch
+from keratron.autodiff.primitive import device_route
 from keratron.ops._core import Primitive, Tensor, as_tensor, on_device
 from keratron.ops.elementwise import (
     add,
@@ -258,14 +259,16 @@ lstm_grad_p = Primitive(
 )
 
 
-# ---------------------------------------------------------------- LSTM on oneDNN (CPU float32)
-# The whole layer (input projection included) as one oneDNN RNN call, forward and backward:
-# torch's CPU RNN kernel library, called directly. oneDNN keeps its own residual, a flat
-# "workspace" whose length depends on the shapes (and on oneDNN), so the abstract rule asks
-# oneDNN once per shape. `lstm_sequence` picks this path for float32 CPU values with the
+# ---------------------------------------------------------------- LSTM over the unprojected input
+# The whole layer (input projection included) as one primitive, forward and backward. The
+# reference is plain torch (the projection, then the `lstm` recurrence); on the CPU a route
+# runs it as one oneDNN RNN call (torch's CPU RNN kernel library, called directly) each way.
+# oneDNN keeps its own residual, a flat "workspace" whose length depends on the shapes (and on
+# oneDNN): the fourth output is that residual, of a length no shape rule can know, so its
+# abstract shape is (0,) (what the reference returns: it needs none); the backward reads it
+# when it is oneDNN's. `lstm_sequence` picks this primitive for float32 CPU values with the
 # default activations and no mask; every other case is `fused_matmul` + the `lstm` primitive.
 _LSTM_MODE = 2  # oneDNN's RNN mode number for LSTM, as torch passes it
-_workspace_numel: dict[tuple, int] = {}
 
 
 def _onednn_operands(x, kernel, recurrent_kernel, bias):
@@ -304,37 +307,81 @@ def _onednn_forward(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
 
 
 def _lstm_onednn_impl(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
-    y, h, c, workspace = _onednn_forward(x, kernel, recurrent_kernel, bias, h0, c0, reverse)
-    return y.transpose(0, 1), h, c, workspace
+    proj = torch.matmul(x, kernel) if bias is None else torch.matmul(x, kernel) + bias
+    all_h, h, c, _, _ = _lstm_impl(
+        proj, h0, c0, recurrent_kernel, None, reverse, "tanh", "sigmoid", False
+    )
+    return all_h, h, c, x.new_empty((0,), dtype=torch.uint8)
 
 
 def _lstm_onednn_abstract(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
-    (batch, steps, features), units = x.shape, h0.shape[-1]
-    key = (batch, steps, features, units)
-    if key not in _workspace_numel:
-        z = torch.zeros
-        probe = _onednn_forward(
-            z(x.shape),
-            z(kernel.shape),
-            z(recurrent_kernel.shape),
-            None,
-            z(h0.shape),
-            z(c0.shape),
-            False,
-        )
-        _workspace_numel[key] = probe[3].numel()
+    (batch, steps, _), units = x.shape, h0.shape[-1]
     new = x.new_empty
     return (
         new((batch, steps, units)),
         new((batch, units)),
         new((batch, units)),
-        torch.empty((_workspace_numel[key],), dtype=torch.uint8, device="meta"),
+        x.new_empty((0,), dtype=torch.uint8),
     )
+
+
+def _onednn_rnn(vals) -> bool:
+    """Whether oneDNN's CPU RNN serves a whole-sequence recurrence on these values.
+
+    The first concrete (non-meta) value tells the device; when every value is data-free (a
+    trace over arguments only), the default device does. oneDNN runs float32 on the CPU.
+    """
+    device = next((v.device.type for v in vals if v is not None and not v.is_meta), None)
+    if device is None:
+        device = torch.device(config.default_device()).type
+    dtype = next(v.dtype for v in vals if v is not None)
+    return device == "cpu" and dtype == torch.float32 and torch.backends.mkldnn.is_available()
+
+
+def _lstm_onednn_cpu(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
+    if not _onednn_rnn([x]):
+        raise NotImplementedError("oneDNN's RNN runs float32 on the CPU")
+    y, h, c, workspace = _onednn_forward(x, kernel, recurrent_kernel, bias, h0, c0, reverse)
+    return y.transpose(0, 1), h, c, workspace
 
 
 def _lstm_onednn_grad_impl(
     g_all, g_h, g_c, x, kernel, recurrent_kernel, bias, h0, c0, all_h, h, c, workspace, reverse
 ):
+    # The reference recomputes the recurrence's residuals (it keeps none of its own).
+    proj = torch.matmul(x, kernel) if bias is None else torch.matmul(x, kernel) + bias
+    params = dict(
+        reverse=reverse,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        zero_output_for_mask=False,
+    )
+    all_h, _, _, gates, cells = _lstm_impl(proj, h0, c0, recurrent_kernel, None, **params)
+    zero = torch.zeros_like
+    dproj, dh0, dc0, drk = _lstm_grad_impl(
+        zero(all_h) if g_all is None else g_all,
+        zero(h0) if g_h is None else g_h,
+        zero(c0) if g_c is None else g_c,
+        h0,
+        c0,
+        recurrent_kernel,
+        None,
+        all_h,
+        gates,
+        cells,
+        **params,
+    )
+    flat = dproj.reshape(-1, dproj.shape[-1])
+    dx = torch.matmul(dproj, kernel.t())
+    dk = torch.mm(x.reshape(-1, x.shape[-1]).t(), flat)
+    return dx, dk, drk, flat.sum(0), dh0, dc0
+
+
+def _lstm_onednn_grad_cpu(
+    g_all, g_h, g_c, x, kernel, recurrent_kernel, bias, h0, c0, all_h, h, c, workspace, reverse
+):
+    if workspace.numel() == 0:
+        raise NotImplementedError("the forward ran without oneDNN: no workspace to read")
     xt, _ = _time_major(x, None, reverse)
     y = all_h.transpose(0, 1)
     gy = y.new_zeros(()).expand(y.shape) if g_all is None else g_all.transpose(0, 1).contiguous()
@@ -392,13 +439,13 @@ def _lstm_onednn_vjp(gs, x, kernel, recurrent_kernel, bias, h0, c0, out, reverse
     return grads[:3] + (None if bias is None else grads[3],) + grads[4:]
 
 
-_lstm_onednn_vjp.accepts_none = True
 lstm_onednn_p = Primitive(
     "lstm_onednn",
     _lstm_onednn_impl,
     _lstm_onednn_vjp,
     _lstm_onednn_abstract,
     multiple_results=True,
+    vjp_accepts_none=True,
 )
 lstm_onednn_grad_p = Primitive(
     "lstm_onednn_grad",
@@ -406,6 +453,8 @@ lstm_onednn_grad_p = Primitive(
     abstract=_lstm_onednn_grad_abstract,
     multiple_results=True,
 )
+device_route(lstm_onednn_p, "cpu")(_lstm_onednn_cpu)
+device_route(lstm_onednn_grad_p, "cpu")(_lstm_onednn_grad_cpu)
 
 
 # ------------------------------------------------------------------------------------- GRU
@@ -593,7 +642,7 @@ _ACTIVATION_OPS = {
 
 def _backward_is_recorded() -> bool:
     """Whether a tape other than the one taking this gradient is recording it."""
-    return any(t._recording for t in _tape._state.tapes)
+    return any(t.is_recording for t in _tape.active_tapes())
 
 
 def _composite_vjp(steps_fn, cotangents, inputs, mask, params):
@@ -833,7 +882,7 @@ def lstm_sequence(
     kernel, recurrent_kernel = as_tensor(kernel), as_tensor(recurrent_kernel)
     plain = mask is None and (activation, recurrent_activation) == ("tanh", "sigmoid")
     values = [kernel._value, recurrent_kernel._value, x._value]
-    if not (plain and x.shape[1] and _dispatch.uses_onednn_rnn(values)):
+    if not (plain and x.shape[1] and _onednn_rnn(values)):
         return lstm(
             fused_matmul(x, kernel, bias),
             h0,

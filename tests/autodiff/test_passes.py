@@ -1,0 +1,173 @@
+"""The compiler knows primitives by their fields, shape rules run no kernel, and a compiled
+plan can be read (dump) and debugged (tracebacks show the replay line)."""
+
+import traceback
+
+import numpy as np
+import pytest
+import torch
+
+import keratron as kt
+from keratron.autodiff.primitive import PRIMITIVES, Primitive, device_route
+from keratron.ops import convolution, rnn
+
+ops = kt.ops
+
+
+@pytest.fixture
+def twin_add():
+    """A primitive that adds, under another name, with add's compiler fields."""
+    add = PRIMITIVES["add"]
+    prim = Primitive(
+        "test_twin_add",
+        torch.add,
+        inplace=add.inplace,
+        commutative=add.commutative,
+        fresh=add.fresh,
+    )
+    yield prim
+    del PRIMITIVES["test_twin_add"]
+
+
+def test_passes_find_the_inplace_form_by_field_not_name(twin_add):
+    x = np.linspace(-1, 1, 6).astype("float32")
+
+    @kt.function
+    def f(x):
+        return twin_add.bind(ops.exp(x), ops.exp(ops.negative(x)))
+
+    compiled = f.get_concrete_graph(x)
+    steps = compiled.dump().splitlines()
+    assert any("add_(" in s and "[in place]" in s for s in steps), compiled.dump()
+    np.testing.assert_allclose(f(x).numpy(), np.exp(x) + np.exp(-x), rtol=1e-6)
+
+    # The same primitive without the fields: no in-place step.
+    twin_add.inplace = None
+    g = kt.function(lambda x: twin_add.bind(ops.exp(x), ops.exp(ops.negative(x))))
+    plan = g.get_concrete_graph(x).dump()
+    assert "add_(" not in plan and "test_twin_add(" in plan, plan
+
+
+def test_epilogue_fusion_finds_the_linear_primitive_by_field():
+    x = np.random.default_rng(0).normal(size=(3, 4)).astype("float32")
+    w = kt.Variable(np.random.default_rng(1).normal(size=(4, 5)).astype("float32"))
+    f = kt.function(lambda x: ops.relu(ops.matmul(x, w)))
+    plan = f.get_concrete_graph(x).dump()
+    assert "relu(" not in plan and "activation='relu'" in plan, plan
+    np.testing.assert_allclose(f(x).numpy(), np.maximum(x @ w.numpy(), 0), rtol=1e-5, atol=1e-6)
+
+
+def _raise(*args, **kwargs):
+    raise AssertionError("a shape rule ran a device route")
+
+
+@pytest.mark.parametrize(
+    "prim, avals, params",
+    [
+        (
+            convolution.conv_p,
+            [((2, 9, 7, 3), torch.float32), ((3, 3, 3, 5), torch.float32), None],
+            dict(
+                strides=(1, 1),
+                padding=((1, 1), (1, 1)),
+                dilation=(1, 1),
+                groups=1,
+                activation="relu",
+            ),
+        ),
+        (
+            rnn.lstm_onednn_p,
+            [
+                ((2, 5, 3), torch.float32),
+                ((3, 16), torch.float32),
+                ((4, 16), torch.float32),
+                ((16,), torch.float32),
+                ((2, 4), torch.float32),
+                ((2, 4), torch.float32),
+            ],
+            dict(reverse=False),
+        ),
+    ],
+    ids=["conv", "lstm_onednn"],
+)
+def test_shape_rules_never_run_a_device_route(prim, avals, params, monkeypatch):
+    for device in list(prim.routes):
+        monkeypatch.setitem(prim.routes, device, _raise)
+    outs = prim.abstract_eval(avals, params)
+    assert outs[0][0][0] == 2
+
+
+def test_tracing_lstm_sequence_runs_no_onednn(monkeypatch):
+    for prim in (rnn.lstm_onednn_p, rnn.lstm_onednn_grad_p):
+        monkeypatch.setitem(prim.routes, "cpu", _raise)
+    x = np.ones((2, 5, 3), "float32")
+    k, rk = np.ones((3, 16), "float32"), np.ones((4, 16), "float32")
+    h = np.zeros((2, 4), "float32")
+    f = kt.function(lambda x: ops.lstm_sequence(x, k, rk, None, h, h)[0])
+    f.get_concrete_graph(x)  # traced, not run
+
+
+def test_lstm_reference_and_cpu_route_agree_forward_and_backward():
+    rng = np.random.default_rng(0)
+
+    def t(*shape):
+        return torch.from_numpy(rng.normal(size=shape).astype("float32") * 0.5)
+
+    x, k, rk, b, h0, c0 = t(3, 7, 5), t(5, 24), t(6, 24), t(24), t(3, 6), t(3, 6)
+    for reverse in (False, True):
+        ref = rnn.lstm_onednn_p.impl(x, k, rk, b, h0, c0, reverse)
+        got = rnn.lstm_onednn_p.routes["cpu"](x, k, rk, b, h0, c0, reverse)
+        for a, c in zip(ref[:3], got[:3]):
+            torch.testing.assert_close(a, c, rtol=1e-5, atol=1e-5)
+        g_all, g_h, g_c = t(3, 7, 6), t(3, 6), t(3, 6)
+        args = (g_all, g_h, g_c, x, k, rk, b, h0, c0)
+        ref_g = rnn.lstm_onednn_grad_p.impl(*args, *ref, reverse)
+        got_g = rnn.lstm_onednn_grad_p.routes["cpu"](*args, *got, reverse)
+        for a, c in zip(ref_g, got_g):
+            torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-4)
+
+
+def test_traceback_shows_the_replay_line():
+    state = {"fail": False}
+
+    def impl(x):
+        if state["fail"] and not x.is_meta:
+            raise RuntimeError("deliberate failure")
+        return x * 2
+
+    prim = Primitive("test_flaky", impl)
+    try:
+        f = kt.function(lambda x: ops.exp(prim.bind(ops.exp(x))))
+        x = np.ones(3, "float32")
+        f(x)
+        state["fail"] = True
+        with pytest.raises(RuntimeError, match="deliberate") as info:
+            f(x)
+    finally:
+        del PRIMITIVES["test_flaky"]
+    frames = traceback.extract_tb(info.value.__traceback__)
+    replay = [fr for fr in frames if fr.filename.startswith("<keratron.function replay")]
+    assert replay, [fr.filename for fr in frames]
+    assert replay[-1].line and "= f" in replay[-1].line, replay[-1]
+
+
+def test_dump_lists_one_line_per_step_with_frees():
+    x = np.ones((2, 3), "float32")
+    f = kt.function(lambda x: ops.sum(ops.exp(x) * 3.0))
+    compiled = f.get_concrete_graph(x)
+    text = compiled.dump()
+    lines = text.splitlines()
+    assert lines[0].startswith("inputs: v")
+    assert lines[-1].startswith("outputs: v")
+    steps = [line for line in lines if line[:4].strip().isdigit()]
+    assert len(steps) == len(compiled.steps) == compiled.num_nodes
+    assert steps[0].split()[0] == "0" and "exp(" in steps[0]
+    assert any("sum(" in s for s in steps)
+    assert any("free v" in s for s in steps), text
+
+
+def test_device_route_validates_its_arguments():
+    with pytest.raises(TypeError, match="Primitive"):
+        device_route("conv")
+    with pytest.raises(ValueError, match="device"):
+        device_route(convolution.conv_p, "tpu")
