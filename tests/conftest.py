@@ -1,6 +1,44 @@
-import os
+"""The suite's own environment, set before anything imports Keras, TensorFlow or keratron.
 
-os.environ.setdefault("KERAS_BACKEND", "torch")
+No setting of the user's changes a result: Keras reads its `keras.json` (backend, floatx, image
+layout) and caches from a fresh `KERAS_HOME` holding Keras's defaults, `KERAS_BACKEND` is torch,
+and every `KERATRON_*` variable is cleared. Child processes the tests start inherit all of it.
+A run that means to change a keratron setting says so with `KERATRON_TEST_<NAME>`, which becomes
+`KERATRON_<NAME>` here (`KERATRON_TEST_DEVICE=cuda` runs the suite on CUDA tensors).
+"""
+
+import atexit
+import json
+import os
+import shutil
+import tempfile
+
+KERAS_DEFAULTS = {
+    "floatx": "float32",
+    "epsilon": 1e-07,
+    "backend": "tensorflow",
+    "image_data_format": "channels_last",
+}
+TEST_PREFIX = "KERATRON_TEST_"
+
+
+def _isolate_environment() -> None:
+    keras_home = tempfile.mkdtemp(prefix="keratron-tests-keras-home-")
+    atexit.register(shutil.rmtree, keras_home, ignore_errors=True)
+    with open(os.path.join(keras_home, "keras.json"), "w") as f:
+        json.dump(KERAS_DEFAULTS, f)
+    os.environ["KERAS_HOME"] = keras_home
+    os.environ["KERAS_BACKEND"] = "torch"
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)
+    for name in [n for n in os.environ if n.startswith("KERATRON_")]:
+        if not name.startswith(TEST_PREFIX):
+            del os.environ[name]
+    for name, value in list(os.environ.items()):
+        if name.startswith(TEST_PREFIX):
+            os.environ["KERATRON_" + name[len(TEST_PREFIX) :]] = value
+
+
+_isolate_environment()
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
