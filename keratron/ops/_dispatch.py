@@ -233,19 +233,6 @@ def _set_compiler_fields() -> None:
             prim.vjp_accepts_none = True
 
 
-def uses_onednn_rnn(vals) -> bool:
-    """Whether a whole-sequence recurrence on these values runs on oneDNN's CPU RNN.
-
-    The first concrete (non-meta) value tells the device; when every value is data-free (a
-    trace over arguments only), the default device does. oneDNN runs float32 on the CPU.
-    """
-    device = next((v.device.type for v in vals if v is not None and not v.is_meta), None)
-    if device is None:
-        device = torch.device(config.default_device()).type
-    dtype = next(v.dtype for v in vals if v is not None)
-    return device == "cpu" and dtype == torch.float32 and torch.backends.mkldnn.is_available()
-
-
 # TEMPORARY, until ops/nn.py and ops/image.py import `keratron.ops.convolution` (the module
 # that was ops/conv.py): importing it here, before them, installs its alias for the old path.
 from keratron.ops import convolution as _convolution  # noqa: E402, F401
