@@ -76,8 +76,8 @@ def record_primitive(prim, inputs, outputs, params) -> None:
 def _primitive_vjp(prim, inputs, outputs, params):
     if prim.multiple_results:
         fn = lambda gs: prim.vjp(tuple(gs), *inputs, out=outputs, **params)  # noqa: E731
-        # A rule marked `accepts_none` gets None (not zeros) for outputs no cotangent reached.
-        fn.accepts_none = getattr(prim.vjp, "accepts_none", False)
+        # A rule that accepts None gets None (not zeros) for outputs no cotangent reached.
+        fn.accepts_none = prim.vjp_accepts_none
         return fn
     return lambda gs: prim.vjp(gs[0], *inputs, out=outputs, **params)
 
