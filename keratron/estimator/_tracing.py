@@ -65,19 +65,17 @@ def running(estimator, mode):
 def naming_scope():
     """Fresh Keras auto-naming for layers, metrics and optimizers, restored afterwards."""
     from keratron import backend
-    from keratron.optimizers import base_optimizer
+    from keratron.optimizers.base_optimizer import fresh_auto_names
 
     counters = backend._counters()
-    saved, saved_opt = dict(counters), dict(base_optimizer._name_uids)
+    saved = dict(counters)
     counters.clear()
-    base_optimizer._name_uids.clear()
     try:
-        yield
+        with fresh_auto_names():
+            yield
     finally:
         counters.clear()
         counters.update(saved)
-        base_optimizer._name_uids.clear()
-        base_optimizer._name_uids.update(saved_opt)
 
 
 def mark_local(variables) -> None:

@@ -13,6 +13,7 @@ decay, the update rule, constraints, moving averages (EMA), then `iterations += 
 from __future__ import annotations
 
 import collections
+import contextlib
 import re
 import warnings
 
@@ -43,6 +44,21 @@ def _auto_name(class_name: str) -> str:
     uid = _name_uids[base]
     _name_uids[base] += 1
     return base if uid == 0 else f"{base}_{uid}"
+
+
+@contextlib.contextmanager
+def fresh_auto_names():
+    """Optimizer auto-naming starts afresh inside the block (the first Adam is "adam" again)
+    and continues afterwards where it was: an Estimator names the optimizer of each traced
+    `model_fn` the same in every process this way.
+    """
+    saved = dict(_name_uids)
+    _name_uids.clear()
+    try:
+        yield
+    finally:
+        _name_uids.clear()
+        _name_uids.update(saved)
 
 
 def _by_device_dtype(tensors) -> dict:

@@ -478,3 +478,15 @@ def test_adam_takes_gradients_in_any_layout():
     assert not views[0].is_contiguous() and not views[1].is_contiguous()
     for got, want in zip(*results):
         np.testing.assert_array_equal(got, want)
+
+
+def test_fresh_auto_names_restarts_and_then_restores_the_numbering():
+    from keratron.optimizers.base_optimizer import fresh_auto_names
+
+    O.Adam()  # whatever was built before, the block starts at "adam"
+    before = O.Adam().name
+    with fresh_auto_names():
+        assert [O.Adam().name, O.Adam().name, O.SGD().name] == ["adam", "adam_1", "sgd"]
+    after = O.Adam().name
+    n = int(before.rsplit("_", 1)[1])
+    assert after == f"adam_{n + 1}"
