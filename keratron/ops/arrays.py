@@ -617,6 +617,7 @@ def unique(
         array([1, 2, 3], dtype=int32)
     """
     x = as_tensor(x)
+    shape = x.shape
     ax = None
     if axis is not None:
         ax = canonical_axis(axis, x.ndim, "unique")
@@ -631,7 +632,10 @@ def unique(
     )
     outs = [values]
     outs += [first] if return_index else []
-    outs += [inverse] if return_inverse else []
+    if return_inverse:
+        # Without `axis`, the inverse indexes the flattened values but has the input's shape
+        # (numpy 2, Keras), so `values[inverse]` rebuilds `x`.
+        outs.append(reshape(inverse, shape) if ax is None else inverse)
     outs += [counts] if return_counts else []
     return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -126,12 +126,21 @@ def _float(x) -> Tensor:
     return x if x._value.dtype.is_floating_point else cast(x, config.floatx())
 
 
-def _unary(name, impl, vjp=None, to_float=False):
-    """A unary primitive and its op; `to_float` casts integer and bool inputs to floatx."""
+def _unary(name, impl, vjp=None, to_float=False, bool_to=None):
+    """A unary primitive and its op; `to_float` casts integer and bool inputs to floatx.
+
+    `bool_to` is Keras's rule for bool inputs where torch has no bool kernel: "bool" for a
+    function that is the identity on {0, 1} (the input comes back), else the dtype to cast to.
+    """
     p = Primitive(name, impl, vjp)
 
     def op(x):
-        return p.bind(_float(x) if to_float else as_tensor(x))
+        x = _float(x) if to_float else as_tensor(x)
+        if bool_to is not None and x._value.dtype is torch.bool:
+            if bool_to == "bool":
+                return x
+            x = cast(x, config.floatx() if bool_to == "floatx" else bool_to)
+        return p.bind(x)
 
     op.__name__ = name
     return p, op
@@ -190,7 +199,7 @@ def _power_vjp(g, x, y, out):
 
 power_p, power = _binary("power", torch.pow, _power_vjp)
 negative_p, negative = _unary("negative", torch.neg, lambda g, x, out: (negative(g),))
-abs_p, abs = _unary("abs", torch.abs, lambda g, x, out: (multiply(g, sign(x)),))
+abs_p, abs = _unary("abs", torch.abs, lambda g, x, out: (multiply(g, sign(x)),), bool_to="bool")
 absolute = abs
 sign_p, sign = _unary("sign", torch.sign, None)
 exp_p, exp = _unary("exp", torch.exp, lambda g, x, out: (multiply(g, out),))
@@ -212,7 +221,9 @@ rsqrt_p, rsqrt = _unary(
     torch.rsqrt,
     lambda g, x, out: (multiply(g, multiply(-0.5, divide(out, x))),),
 )
-square_p, square = _unary("square", torch.square, lambda g, x, out: (multiply(g, multiply(x, 2)),))
+square_p, square = _unary(
+    "square", torch.square, lambda g, x, out: (multiply(g, multiply(x, 2)),), bool_to="int32"
+)
 reciprocal_p, reciprocal = _unary(
     "reciprocal",
     torch.reciprocal,
@@ -283,14 +294,34 @@ def _logaddexp_vjp(g, x, y, out):
 logaddexp_p, logaddexp = _binary("logaddexp", torch.logaddexp, _logaddexp_vjp)
 
 # Piecewise-constant functions have zero derivative almost everywhere: no VJP, no record.
-floor_p, floor = _unary("floor", torch.floor, None)
-ceil_p, ceil = _unary("ceil", torch.ceil, None)
-trunc_p, trunc = _unary("trunc", torch.trunc, None)
-round_p = Primitive("round", lambda x, decimals=0: torch.round(x, decimals=decimals))
+floor_p, floor = _unary("floor", torch.floor, None, bool_to="floatx")
+ceil_p, ceil = _unary("ceil", torch.ceil, None, bool_to="floatx")
+trunc_p, trunc = _unary("trunc", torch.trunc, None, bool_to="bool")
+
+
+def _round_impl(x, decimals=0):
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        return torch.round(x, decimals=decimals)
+    if decimals >= 0:
+        return x.clone()
+    # Integers round to a multiple of 10**-decimals, half to even, in float64: exact for
+    # int32 and for int64 up to 2**53.
+    f = 10.0**-decimals
+    return (torch.round(x.double() / f) * f).to(x.dtype)
+
+
+round_p = Primitive("round", _round_impl)
 
 
 def round(x, decimals=0):
-    """Rounds half to even, as numpy does: round([0.5, 1.5, 2.5]) -> [0, 2, 2]."""
+    """Rounds half to even, as numpy does: round([0.5, 1.5, 2.5]) -> [0, 2, 2].
+
+    Integers stay integers; a negative `decimals` rounds them to tens, hundreds, ...
+
+    Example:
+        >>> keratron.ops.round([15, 25, 149], decimals=-1).numpy()
+        array([ 20,  20, 150], dtype=int32)
+    """
     return round_p.bind(as_tensor(x), decimals=int(decimals))
 
 
@@ -442,16 +473,48 @@ def divide_no_nan(x1, x2):
     return where(nz, divide(x1, safe), 0)
 
 
+# The complex parts. Their VJPs follow JAX's convention for a real loss: the cotangent of a
+# complex input is d/dRe - i d/dIm.
+conj_p = Primitive("conj", lambda x: torch.conj(x).resolve_conj(), lambda g, x, out: (conj(g),))
+real_p = Primitive("real", lambda x: torch.real(x).clone(), lambda g, x, out: (cast(g, x.dtype),))
+imag_p = Primitive(
+    "imag",
+    lambda x: torch.imag(x).clone(),
+    lambda g, x, out: (multiply(cast(g, x.dtype), -1j),),
+)
+
+
 def conj(x):
-    return as_tensor(x)
+    """The complex conjugate; real tensors come back unchanged.
+
+    Example:
+        >>> keratron.ops.conj(np.array([1 + 2j], "complex64")).numpy()
+        array([1.-2.j], dtype=complex64)
+    """
+    x = as_tensor(x)
+    return conj_p.bind(x) if x._value.dtype.is_complex else x
 
 
 def real(x):
-    return as_tensor(x)
+    """The real part; real tensors come back unchanged.
+
+    Example:
+        >>> keratron.ops.real(np.array([1 + 2j], "complex64")).numpy()
+        array([1.], dtype=float32)
+    """
+    x = as_tensor(x)
+    return real_p.bind(x) if x._value.dtype.is_complex else x
 
 
 def imag(x):
-    return zeros_like_p.bind(as_tensor(x))
+    """The imaginary part; zeros of the same dtype for real tensors.
+
+    Example:
+        >>> keratron.ops.imag(np.array([1 + 2j], "complex64")).numpy()
+        array([2.], dtype=float32)
+    """
+    x = as_tensor(x)
+    return imag_p.bind(x) if x._value.dtype.is_complex else zeros_like_p.bind(x)
 
 
 # ------------------------------------------------------------------------ activations that
@@ -695,6 +758,20 @@ signbit.__doc__ = """True where the sign bit is set (negative numbers and -0.0).
     """
 
 
+def _bools_stay(op, p):
+    """`op`, except that two bool operands give a bool result (numpy's and Keras's rule)
+    instead of promoting to int32."""
+
+    def wrapped(x1, x2):
+        a, b = pair(x1, x2)
+        if a._value.dtype is torch.bool and b._value.dtype is torch.bool:
+            return p.bind(a, b)
+        return op(a, b)
+
+    wrapped.__name__ = op.__name__
+    return wrapped
+
+
 def _fmax_vjp(g, x, y, out):
     # The non-NaN operand receives the gradient; ties go to x, as `maximum` does.
     to_x = logical_or(greater_equal(x, y), isnan(y))
@@ -707,6 +784,7 @@ def _fmin_vjp(g, x, y, out):
 
 
 _fmax_p, fmax = _binary("fmax", torch.fmax, _fmax_vjp, promote=True)
+fmax = _bools_stay(fmax, _fmax_p)
 fmax.__doc__ = """Elementwise maximum that ignores NaNs (NaN only where both are NaN).
 
     Example:
@@ -714,6 +792,7 @@ fmax.__doc__ = """Elementwise maximum that ignores NaNs (NaN only where both are
         array([2., 3.], dtype=float32)
     """
 _fmin_p, fmin = _binary("fmin", torch.fmin, _fmin_vjp, promote=True)
+fmin = _bools_stay(fmin, _fmin_p)
 fmin.__doc__ = """Elementwise minimum that ignores NaNs (NaN only where both are NaN).
 
     Example:
@@ -726,7 +805,9 @@ def _int_binary(name, fn):
     p = Primitive(name, fn)
 
     def op(x1, x2):
-        a, b = _promote(*pair(x1, x2))
+        a, b = pair(x1, x2)
+        if a._value.dtype is not torch.bool or b._value.dtype is not torch.bool:
+            a, b = _promote(a, b)  # two bools stay bool, as in numpy and Keras
         if a._value.dtype.is_floating_point or a._value.dtype.is_complex:
             raise TypeError(
                 f"{name}: arguments must be integers or bools. Received dtypes "
@@ -865,13 +946,21 @@ isreal.__doc__ = """True where the imaginary part is zero (everywhere, for real 
         >>> keratron.ops.isreal([1.0, 2.0]).numpy()
         array([ True,  True])
     """
-_angle_p, angle = _unary("angle", torch.angle, to_float=True)
-angle.__doc__ = """The argument of each element: 0 for non-negative reals, pi for negative ones.
+_angle_p = Primitive("angle", torch.angle)
+
+
+def angle(x):
+    """The argument of each element, in (-pi, pi]: 0 for non-negative reals, pi for negative
+    ones. Integer and bool inputs give floatx.
 
     Example:
         >>> keratron.ops.angle([-1.0, 2.0]).numpy()
         array([3.1415927, 0.       ], dtype=float32)
     """
+    x = as_tensor(x)
+    return _angle_p.bind(x if x._value.dtype.is_complex else _float(x))
+
+
 conjugate = conj
 
 _view_p = Primitive("view", lambda x, dtype: x.view(dtype))

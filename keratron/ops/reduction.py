@@ -86,9 +86,17 @@ def _expand_back(g, x, axis, keepdims):
     return broadcast_to(g, x.shape)
 
 
+def _over_no_axis(x):
+    """`x` with a leading axis of size 1 to reduce, for `axis=()`: torch reads an empty `dim`
+    as every axis, numpy and Keras as none."""
+    return x.unsqueeze(0)
+
+
 def _sum_impl(x, axis, keepdims):
     # torch widens int32 sums to int64; Keras keeps the input's integer type.
     dtype = x.dtype if x.dtype is torch.int32 else None
+    if axis == ():
+        return torch.sum(_over_no_axis(x), dim=0, dtype=dtype)
     if axis is None:
         s = torch.sum(x, dtype=dtype)
         return s.reshape((1,) * x.dim()) if keepdims else s
@@ -130,6 +138,8 @@ def mean(x, axis=None, keepdims=False):
 
 def _extreme(name, fn):
     def impl(x, axis, keepdims):
+        if axis == ():
+            return fn(_over_no_axis(x), dim=0)
         if axis is None:
             r = fn(x)
             return r.reshape((1,) * x.dim()) if keepdims else r
@@ -172,6 +182,9 @@ def _prod_vjp(g, x, out, axis, keepdims):
 
 
 def _prod_impl(x, axis, keepdims):
+    # As in sum: int32 products stay int32 (torch widens them to int64).
+    if x.dtype is torch.int32:
+        return _prod_impl(x.to(torch.int64), axis, keepdims).to(torch.int32)
     if axis is None:
         r = torch.prod(x)
         return r.reshape((1,) * x.dim()) if keepdims else r
@@ -186,9 +199,12 @@ prod_p = Primitive("prod", _prod_impl, _prod_vjp)
 
 
 def prod(x, axis=None, keepdims=False, dtype=None):
+    """Product over `axis` (int, tuple or None for all); bools multiply as int32."""
     x = as_tensor(x)
     if dtype is not None:
         x = cast(x, dtype)
+    elif x.dtype == "bool":
+        x = cast(x, "int32")
     return prod_p.bind(x, axis=canonical_axis(axis, x.ndim, "prod"), keepdims=bool(keepdims))
 
 
@@ -218,6 +234,8 @@ def _arg(name, fn):
 
     def op(x, axis=None, keepdims=False):
         x = as_tensor(x)
+        if x.dtype == "bool":  # torch has no bool argmax; True > False as in numpy
+            x = cast(x, "int32")
         return p.bind(x, axis=canonical_axis(axis, x.ndim, name), keepdims=bool(keepdims))
 
     op.__name__ = name
@@ -229,6 +247,8 @@ argmin = _arg("argmin", torch.argmin)
 
 
 def _logsumexp_impl(x, axis, keepdims):
+    if axis == ():
+        return torch.logsumexp(_over_no_axis(x), dim=0)
     if axis is None:
         r = torch.logsumexp(x.reshape(-1), dim=0)
         return r.reshape((1,) * x.dim()) if keepdims else r
@@ -256,9 +276,11 @@ def logsumexp(x, axis=None, keepdims=False):
 
 
 def _cumsum_impl(x, axis, reverse):
+    # As in sum: int32 stays int32 (torch widens it to int64).
+    dtype = x.dtype if x.dtype is torch.int32 else None
     if reverse:
-        return torch.flip(torch.cumsum(torch.flip(x, (axis,)), dim=axis), (axis,))
-    return torch.cumsum(x, dim=axis)
+        return torch.flip(torch.cumsum(torch.flip(x, (axis,)), dim=axis, dtype=dtype), (axis,))
+    return torch.cumsum(x, dim=axis, dtype=dtype)
 
 
 cumsum_p = Primitive(
@@ -287,15 +309,22 @@ def _cumprod_vjp(g, x, out, axis):
     return (divide(cumsum_p.bind(multiply(g, out), axis=axis, reverse=True), x),)
 
 
-cumprod_p = Primitive("cumprod", lambda x, axis: torch.cumprod(x, dim=axis), _cumprod_vjp)
+cumprod_p = Primitive(
+    "cumprod",
+    lambda x, axis: torch.cumprod(x, dim=axis, dtype=x.dtype if x.dtype is torch.int32 else None),
+    _cumprod_vjp,
+)
 
 
 def cumprod(x, axis=None, dtype=None):
+    """Cumulative product along `axis` (None flattens first); bools multiply as int32."""
     from keratron.ops.shaping import reshape
 
     x = as_tensor(x)
     if dtype is not None:
         x = cast(x, dtype)
+    elif x.dtype == "bool":
+        x = cast(x, "int32")
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     return cumprod_p.bind(x, axis=canonical_axis(axis, x.ndim, "cumprod"))
