@@ -473,15 +473,11 @@ def divide_no_nan(x1, x2):
     return where(nz, divide(x1, safe), 0)
 
 
-# The complex parts. Their VJPs follow JAX's convention for a real loss: the cotangent of a
-# complex input is d/dRe - i d/dIm.
-conj_p = Primitive("conj", lambda x: torch.conj(x).resolve_conj(), lambda g, x, out: (conj(g),))
-real_p = Primitive("real", lambda x: torch.real(x).clone(), lambda g, x, out: (cast(g, x.dtype),))
-imag_p = Primitive(
-    "imag",
-    lambda x: torch.imag(x).clone(),
-    lambda g, x, out: (multiply(cast(g, x.dtype), -1j),),
-)
+# The complex parts. No VJPs: the tape differentiates real floating tensors only, and for those
+# conj and real are the identity (the input itself comes back, so its gradient flows).
+conj_p = Primitive("conj", lambda x: torch.conj(x).resolve_conj())
+real_p = Primitive("real", lambda x: torch.real(x).clone())
+imag_p = Primitive("imag", lambda x: torch.imag(x).clone())
 
 
 def conj(x):
