@@ -17,7 +17,7 @@ from keratron.config import (
     standardize_data_format,
 )
 from keratron.utils import naming
-from keratron.utils.naming import get_uid, to_snake_case, unique_object_name
+from keratron.utils.naming import clear_session, get_uid, to_snake_case, unique_object_name
 
 __all__ = [
     "epsilon",
@@ -41,11 +41,6 @@ __all__ = [
 
 # The estimator's tracing saves and restores the counts through this name.
 _counters = naming.uid_counters
-
-
-def clear_session(free_memory: bool = True) -> None:
-    """Resets auto-naming (the next Dense is "dense" again), as Keras does."""
-    naming.reset_uids()
 
 
 def backend() -> str:

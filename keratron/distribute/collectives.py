@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from keratron.autodiff.primitive import Primitive
-from keratron.autodiff.tensor import Tensor
+from keratron.autodiff.tensor import Tensor, convert_to_tensor
 from keratron.distribute import _runtime
 
 __all__ = [
@@ -189,9 +189,7 @@ def cross_replica_sum(x) -> Tensor:
     Example:
         >>> total = cross_replica_sum(keratron.ops.ones((3,)))  # (N, N, N) with N workers
     """
-    from keratron.ops._core import as_tensor
-
-    return cross_replica_sum_p.bind(as_tensor(x))
+    return cross_replica_sum_p.bind(x if isinstance(x, Tensor) else convert_to_tensor(x))
 
 
 def cross_replica_moments(mean, variance, count):

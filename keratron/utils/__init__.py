@@ -1,10 +1,7 @@
-"""Keras's utilities: seeding, label encoding, sequence padding and `PyDataset`.
-
-`clear_session` lives in `keratron.backend` and is re-exported here on first access (the
-backend module sits beside the layers; importing it eagerly here would invert the layering).
-"""
+"""Keras's utilities: seeding, label encoding, sequence padding, `PyDataset`, `clear_session`."""
 
 from keratron.utils.file_utils import get_file
+from keratron.utils.naming import clear_session
 from keratron.utils.numerical_utils import normalize, to_categorical
 from keratron.utils.py_dataset import PyDataset, Sequence
 from keratron.utils.rng_utils import get_random_seed, set_random_seed
@@ -21,11 +18,3 @@ __all__ = [
     "set_random_seed",
     "to_categorical",
 ]
-
-
-def __getattr__(name):
-    if name == "clear_session":
-        from keratron.backend import clear_session
-
-        return clear_session
-    raise AttributeError(f"module 'keratron.utils' has no attribute {name!r}")

@@ -12,6 +12,7 @@ import re
 import threading
 
 __all__ = [
+    "clear_session",
     "fresh_uids",
     "get_uid",
     "reset_uids",
@@ -41,6 +42,15 @@ def get_uid(prefix: str = "") -> int:
 def reset_uids() -> None:
     """Forgets every prefix's count: the next "dense" is "dense" again."""
     uid_counters().clear()
+
+
+def clear_session(free_memory: bool = True) -> None:
+    """Resets auto-naming (the next Dense is "dense" again), as Keras does.
+
+    Also `keratron.backend.clear_session` and `keratron.utils.clear_session`.
+    """
+    del free_memory  # keratron holds no other per-session state to free
+    reset_uids()
 
 
 @contextlib.contextmanager

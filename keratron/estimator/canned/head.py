@@ -19,8 +19,7 @@ from keratron import losses, metrics, ops
 from keratron.estimator import export as export_lib
 from keratron.estimator.mode_keys import ModeKeys
 from keratron.estimator.model_fn import EstimatorSpec
-from keratron.feature_column import NumericColumn
-from keratron.feature_column._fingerprint import fingerprint
+from keratron.feature_column import NumericColumn, fingerprint
 
 __all__ = ["Head", "SUM_OVER_BATCH_SIZE", "SUM", "check_loss_reduction"]
 
