@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 SEPARATE := --ignore=tests/triton_kernels --ignore=tests/aot
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo test test-fast test-hermetic lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,17 +22,28 @@ demo: $(STAMP)
 # (TRITON_INTERPRET=1 must be set before triton is imported).
 # The Triton interpreter suite and the ahead-of-time compile suite each need a process of
 # their own (TRITON_INTERPRET must be set, or unset, before triton is imported).
+# Then the docstring examples of ops and autodiff (with the suite's environment, -p
+# tests.conftest), and a sample of the suite under a hostile ~/.keras and KERATRON_* variables.
 test: $(STAMP)
 	$(PYTEST) -n 2 -m "not triton and not aot" $(SEPARATE) tests
 	TRITON_INTERPRET=1 $(PYTEST) -n 2 -m triton tests/triton_kernels
 	@if ls tests/aot/test_*.py >/dev/null 2>&1; then $(PYTEST) -m aot tests/aot; fi
+	$(PYTEST) -p tests.conftest --doctest-modules keratron/ops keratron/autodiff
+	PY=$(PY) .ci/hermetic_sample.sh
+
+test-hermetic: $(STAMP)
+	PY=$(PY) .ci/hermetic_sample.sh
 
 test-fast: $(STAMP)
 	$(PYTEST) -n 2 -m "not slow and not triton and not aot" $(SEPARATE) tests
 
+# Style, then the layering of ARCHITECTURE.md: import-linter's contracts (pyproject.toml) and
+# no import of another package's private names (tools/check_private_imports.py).
 lint: $(STAMP)
-	$(PY) -m ruff check keratron tests bench examples
-	$(PY) -m ruff format --check keratron tests bench examples
+	$(PY) -m ruff check keratron tests bench examples tools
+	$(PY) -m ruff format --check keratron tests bench examples tools
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) tools/check_private_imports.py
 
 # The keras3-tf and tf.keras columns need .venv-peers (TensorFlow); if it cannot be built,
 # those columns read n/a and the others still run.

@@ -44,6 +44,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _doctest_names(doctest_namespace):
+    """Docstring examples (`make test` runs those of keratron/ops and keratron/autodiff with
+    `-p tests.conftest`) are written against `keratron` and `np`, as a user's script is."""
+    import keratron
+
+    doctest_namespace.update(keratron=keratron, np=np)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
