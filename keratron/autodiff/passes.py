@@ -459,7 +459,7 @@ def _kernel_call(node: Node):
     if prim.routes:
         from keratron.autodiff import primitive as _prim
 
-        execute = _prim._executor
+        execute = _prim.executor()
         return lambda *vals: execute(prim, vals, params)
     impl = prim.impl
     return (lambda *vals: impl(*vals, **params)) if params else impl

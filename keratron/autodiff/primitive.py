@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import torch
 
+from keratron.autodiff.tape import any_active, record_primitive
 from keratron.autodiff.tensor import Tensor
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -66,6 +67,12 @@ def without_grad(fn: Callable, *args, **kwargs):
         finally:
             _set_grad_enabled(True)
     return fn(*args, **kwargs)
+
+
+def executor():
+    """The installed function `execute(prim, torch_values, params)` that runs a primitive on
+    concrete values (the op dispatcher once `keratron.ops` is imported)."""
+    return _executor
 
 
 def set_executor(fn) -> None:
@@ -238,8 +245,6 @@ class Primitive:
                 outs = tuple(Tensor(o) for o in out)
             else:
                 outs = Tensor(out)
-        from keratron.autodiff import tape as _tape
-
-        if _tape._state.tapes and self.vjp is not None:
-            _tape.record_primitive(self, args, outs, params)
+        if self.vjp is not None and any_active():
+            record_primitive(self, args, outs, params)
         return outs

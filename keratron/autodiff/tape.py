@@ -40,6 +40,12 @@ def active_tapes() -> tuple:
     return tuple(_state.tapes)
 
 
+def any_active() -> bool:
+    """Whether a `GradientTape` is entered in this thread (the cheap test `Primitive.bind`
+    makes on every call before offering the call to the tapes)."""
+    return bool(_state.tapes)
+
+
 def _should_record(tape, inputs) -> bool:
     watched = tape._watched
     hit = False

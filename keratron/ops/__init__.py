@@ -2,16 +2,9 @@
 
 # ruff: noqa: I001, E402  (the dispatcher is imported first: it installs the executor)
 
-import sys as _sys
-
 from keratron.ops import _dispatch  # noqa: F401  (installs the executor)
 from keratron.ops.elementwise import *  # noqa: F403
 from keratron.ops.shaping import *  # noqa: F403
-
-# The shape ops lived in `ops/shape.py` until the module was renamed `shaping` (so that the
-# `ops.shape` function no longer shadows it); this alias serves the modules that still import
-# the old path, without rebinding the `shape` attribute of this package.
-_sys.modules.setdefault("keratron.ops.shape", _sys.modules["keratron.ops.shaping"])
 from keratron.ops.reduction import *  # noqa: F403
 from keratron.ops.creation import *  # noqa: F403
 from keratron.ops.linalg import *  # noqa: F403

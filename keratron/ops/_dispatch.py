@@ -70,7 +70,23 @@ def execute(prim, vals, params):
                 return without_grad(route, *vals, **params)
             except NotImplementedError:
                 pass
+    if _on_cuda(vals):
+        return _reference_on_cuda(prim, vals, params)
     return without_grad(prim.impl, *vals, **params)
+
+
+def _on_cuda(vals) -> bool:
+    for v in vals:
+        if v is not None:
+            return v.is_cuda
+    return False
+
+
+def _reference_on_cuda(prim, vals, params):
+    # cuBLAS and cuDNN multiply float32 at keratron's precision setting, the one the Triton
+    # kernels use, whatever torch's own TF32 flags say; the flags are restored after.
+    with config.float32_precision_scope():
+        return without_grad(prim.impl, *vals, **params)
 
 
 def _run_kernel(prim, vals, params):
@@ -125,13 +141,17 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
     if out is None:  # the route does not handle this case
         _choices[key] = "fallback"
         return None
-    without_grad(prim.impl, *vals, **params)  # warm-up, as the route's first run was
+    _reference_on_cuda(prim, vals, params)  # warm-up, as the route's first run was
     best = {}
-    for name, run in (("kernel", prim.routes["cuda"]), ("fallback", prim.impl)):
+    runs = (
+        ("kernel", lambda: without_grad(prim.routes["cuda"], *vals, **params)),
+        ("fallback", lambda: _reference_on_cuda(prim, vals, params)),
+    )
+    for name, run in runs:
         for _ in range(_TIMED_RUNS):
             sync()
             start = time.perf_counter()
-            without_grad(run, *vals, **params)
+            run()
             sync()
             elapsed = time.perf_counter() - start
             best[name] = min(best.get(name, elapsed), elapsed)
@@ -231,8 +251,3 @@ def _set_compiler_fields() -> None:
         # "VJP accepts None" was a function attribute before it was a field.
         if getattr(prim.vjp, "accepts_none", False):
             prim.vjp_accepts_none = True
-
-
-# TEMPORARY, until ops/nn.py and ops/image.py import `keratron.ops.convolution` (the module
-# that was ops/conv.py): importing it here, before them, installs its alias for the old path.
-from keratron.ops import convolution as _convolution  # noqa: E402, F401

@@ -22,7 +22,6 @@ per weight change (`conv_kernel_layout`, a prelude rewrite registered here).
 from __future__ import annotations
 
 import math
-import sys
 
 import torch
 import torch.nn.functional as F
@@ -37,10 +36,6 @@ from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
 from keratron.ops.linalg import _promote, epilogue_grad, matmul_p, standardize_activation
 from keratron.ops.reduction import sum_p
 from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
-
-# The module was `ops/conv.py` (shadowed by the `ops.conv` function); this alias serves the
-# modules that still import that path until they import this one.
-sys.modules.setdefault("keratron.ops.conv", sys.modules[__name__])
 
 __all__ = [
     "conv",

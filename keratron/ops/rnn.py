@@ -39,7 +39,7 @@ from keratron.ops.elementwise import (
     zeros_like_p,
 )
 from keratron.ops.linalg import fused_matmul, matmul
-from keratron.ops.shape import expand_dims, stack
+from keratron.ops.shaping import expand_dims, stack
 
 __all__ = ["lstm", "lstm_sequence", "gru"]
 

@@ -90,7 +90,7 @@ class _Program:
     def run(self, feeds: dict, wanted: set) -> dict:
         from keratron.autodiff import primitive
 
-        execute = primitive._executor
+        execute = primitive.executor()
         env = [None] * self.num_slots
         for s, v in self.values.items():
             env[s] = v

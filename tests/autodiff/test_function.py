@@ -400,7 +400,8 @@ def test_predict_follows_new_weights_with_batchnorm_folded_once():
 
 def test_inference_convolutions_read_their_kernels_in_the_cpu_layout_once():
     import torch
-    from keratron.ops.conv import conv_kernel_layout_p
+
+    from keratron.ops.convolution import conv_kernel_layout_p
 
     rng = np.random.default_rng(4)
     k = rng.standard_normal((3, 2, 4, 5))
