@@ -71,3 +71,24 @@ def test_import_and_use_leave_torch_global_state_unchanged():
             assert out[stage][key] == value, f"{stage}: torch {key} changed"
     assert out["modules"] == [], f"importing keratron imported {out['modules']}"
     assert out["grad_nonzero"]
+
+
+def test_the_suite_runs_in_its_own_environment():
+    """tests/conftest.py: Keras reads a fresh KERAS_HOME holding its defaults, and no KERATRON_*
+    variable of the user's reaches a test or a process it starts."""
+    home = os.environ["KERAS_HOME"]
+    assert os.path.basename(home).startswith("keratron-tests-keras-home-")
+    with open(os.path.join(home, "keras.json")) as f:
+        assert json.load(f) == {
+            "floatx": "float32",
+            "epsilon": 1e-07,
+            "backend": "tensorflow",
+            "image_data_format": "channels_last",
+        }
+    assert os.environ["KERAS_BACKEND"] == "torch"
+    for name, value in os.environ.items():
+        if name.startswith("KERATRON_") and not name.startswith("KERATRON_TEST_"):
+            assert os.environ.get("KERATRON_TEST_" + name[len("KERATRON_") :]) == value, name
+    child = "import os; print(os.environ['KERAS_HOME'])"
+    r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == home
