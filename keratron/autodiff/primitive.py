@@ -205,8 +205,6 @@ class Primitive:
         self.fresh = fresh
         self.epilogues = frozenset(epilogues)
         self.vjp_accepts_none = vjp_accepts_none
-        if vjp_accepts_none and vjp is not None:
-            vjp.accepts_none = True  # what the tape reads until it reads the field
         self.routes: dict[str, Callable] = {}
         PRIMITIVES[name] = self
 

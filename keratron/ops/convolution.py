@@ -33,7 +33,7 @@ from keratron.autodiff.tracing import Graph, Node
 from keratron.ops import epilogue
 from keratron.ops._core import Primitive, Tensor, as_tensor
 from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
-from keratron.ops.linalg import _promote, epilogue_grad, matmul_p, standardize_activation
+from keratron.ops.linalg import _promote, epilogue_grad, matmul_p
 from keratron.ops.reduction import sum_p
 from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
 
@@ -538,7 +538,7 @@ def fused_conv(
         >>> keratron.ops.fused_conv(x, k, keratron.ops.zeros((6,)), "relu", padding="same").shape
         (2, 8, 8, 6)
     """
-    activation = standardize_activation(activation, "fused_conv")
+    activation = epilogue.standardize(activation, "fused_conv")
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(
             f"fused_conv: `groups` must be a positive int. Received: groups={groups!r}"

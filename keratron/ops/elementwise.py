@@ -126,13 +126,14 @@ def _float(x) -> Tensor:
     return x if x._value.dtype.is_floating_point else cast(x, config.floatx())
 
 
-def _unary(name, impl, vjp=None, to_float=False, bool_to=None):
+def _unary(name, impl, vjp=None, to_float=False, bool_to=None, **fields):
     """A unary primitive and its op; `to_float` casts integer and bool inputs to floatx.
 
     `bool_to` is Keras's rule for bool inputs where torch has no bool kernel: "bool" for a
     function that is the identity on {0, 1} (the input comes back), else the dtype to cast to.
+    `fields` are the primitive's compiler fields (`Primitive(..., inplace=, fresh=)`).
     """
-    p = Primitive(name, impl, vjp)
+    p = Primitive(name, impl, vjp, **fields)
 
     def op(x):
         x = _float(x) if to_float else as_tensor(x)
@@ -146,10 +147,11 @@ def _unary(name, impl, vjp=None, to_float=False, bool_to=None):
     return p, op
 
 
-def _binary(name, impl, vjp=None, promote=False, to_float=False):
+def _binary(name, impl, vjp=None, promote=False, to_float=False, **fields):
     """A binary primitive and its op. `promote` casts both operands to their promoted dtype
-    (for torch kernels that do not promote); `to_float` then casts integers to floatx."""
-    p = Primitive(name, impl, vjp)
+    (for torch kernels that do not promote); `to_float` then casts integers to floatx.
+    `fields` are the primitive's compiler fields (`Primitive(..., inplace=, fresh=)`)."""
+    p = Primitive(name, impl, vjp, **fields)
 
     def op(x1, x2):
         a, b = pair(x1, x2)
@@ -164,15 +166,31 @@ def _binary(name, impl, vjp=None, promote=False, to_float=False):
 
 
 # ------------------------------------------------------------------------ arithmetic
-add_p, add = _binary("add", torch.add, lambda g, x, y, out: (g, g))
-subtract_p, subtract = _binary("subtract", torch.sub, lambda g, x, y, out: (g, negative(g)))
+add_p, add = _binary(
+    "add",
+    torch.add,
+    lambda g, x, y, out: (g, g),
+    inplace="add_",
+    commutative=True,
+    fresh=True,
+)
+subtract_p, subtract = _binary(
+    "subtract", torch.sub, lambda g, x, y, out: (g, negative(g)), inplace="sub_", fresh=True
+)
 multiply_p, multiply = _binary(
-    "multiply", torch.mul, lambda g, x, y, out: (multiply(g, y), multiply(g, x))
+    "multiply",
+    torch.mul,
+    lambda g, x, y, out: (multiply(g, y), multiply(g, x)),
+    inplace="mul_",
+    commutative=True,
+    fresh=True,
 )
 divide_p, divide = _binary(
     "divide",
     torch.true_divide,
     lambda g, x, y, out: (divide(g, y), negative(divide(multiply(g, out), y))),
+    inplace="div_",
+    fresh=True,
 )
 true_divide = divide
 
@@ -197,40 +215,78 @@ def _power_vjp(g, x, y, out):
     return gx, gy
 
 
-power_p, power = _binary("power", torch.pow, _power_vjp)
-negative_p, negative = _unary("negative", torch.neg, lambda g, x, out: (negative(g),))
-abs_p, abs = _unary("abs", torch.abs, lambda g, x, out: (multiply(g, sign(x)),), bool_to="bool")
+power_p, power = _binary("power", torch.pow, _power_vjp, fresh=True)
+negative_p, negative = _unary(
+    "negative", torch.neg, lambda g, x, out: (negative(g),), inplace="neg_", fresh=True
+)
+abs_p, abs = _unary(
+    "abs",
+    torch.abs,
+    lambda g, x, out: (multiply(g, sign(x)),),
+    bool_to="bool",
+    inplace="abs_",
+    fresh=True,
+)
 absolute = abs
 sign_p, sign = _unary("sign", torch.sign, None)
-exp_p, exp = _unary("exp", torch.exp, lambda g, x, out: (multiply(g, out),))
+exp_p, exp = _unary(
+    "exp", torch.exp, lambda g, x, out: (multiply(g, out),), inplace="exp_", fresh=True
+)
 exp2_p, exp2 = _unary(
     "exp2", torch.exp2, lambda g, x, out: (multiply(g, multiply(out, math.log(2.0))),)
 )
-log_p, log = _unary("log", torch.log, lambda g, x, out: (divide(g, x),))
-log1p_p, log1p = _unary("log1p", torch.log1p, lambda g, x, out: (divide(g, add(x, 1)),))
+log_p, log = _unary("log", torch.log, lambda g, x, out: (divide(g, x),), inplace="log_", fresh=True)
+log1p_p, log1p = _unary(
+    "log1p", torch.log1p, lambda g, x, out: (divide(g, add(x, 1)),), inplace="log1p_", fresh=True
+)
 log2_p, log2 = _unary(
     "log2", torch.log2, lambda g, x, out: (divide(g, multiply(x, math.log(2.0))),)
 )
 log10_p, log10 = _unary(
     "log10", torch.log10, lambda g, x, out: (divide(g, multiply(x, math.log(10.0))),)
 )
-expm1_p, expm1 = _unary("expm1", torch.expm1, lambda g, x, out: (multiply(g, add(out, 1)),))
-sqrt_p, sqrt = _unary("sqrt", torch.sqrt, lambda g, x, out: (divide(multiply(g, 0.5), out),))
+expm1_p, expm1 = _unary(
+    "expm1",
+    torch.expm1,
+    lambda g, x, out: (multiply(g, add(out, 1)),),
+    inplace="expm1_",
+    fresh=True,
+)
+sqrt_p, sqrt = _unary(
+    "sqrt",
+    torch.sqrt,
+    lambda g, x, out: (divide(multiply(g, 0.5), out),),
+    inplace="sqrt_",
+    fresh=True,
+)
 rsqrt_p, rsqrt = _unary(
     "rsqrt",
     torch.rsqrt,
     lambda g, x, out: (multiply(g, multiply(-0.5, divide(out, x))),),
+    inplace="rsqrt_",
+    fresh=True,
 )
 square_p, square = _unary(
-    "square", torch.square, lambda g, x, out: (multiply(g, multiply(x, 2)),), bool_to="int32"
+    "square",
+    torch.square,
+    lambda g, x, out: (multiply(g, multiply(x, 2)),),
+    bool_to="int32",
+    inplace="square_",
+    fresh=True,
 )
 reciprocal_p, reciprocal = _unary(
     "reciprocal",
     torch.reciprocal,
     lambda g, x, out: (negative(multiply(g, square(out))),),
+    inplace="reciprocal_",
+    fresh=True,
 )
-sin_p, sin = _unary("sin", torch.sin, lambda g, x, out: (multiply(g, cos(x)),))
-cos_p, cos = _unary("cos", torch.cos, lambda g, x, out: (negative(multiply(g, sin(x))),))
+sin_p, sin = _unary(
+    "sin", torch.sin, lambda g, x, out: (multiply(g, cos(x)),), inplace="sin_", fresh=True
+)
+cos_p, cos = _unary(
+    "cos", torch.cos, lambda g, x, out: (negative(multiply(g, sin(x))),), inplace="cos_", fresh=True
+)
 tan_p, tan = _unary("tan", torch.tan, lambda g, x, out: (multiply(g, add(1, square(out))),))
 arcsin_p, arcsin = _unary(
     "arcsin", torch.asin, lambda g, x, out: (multiply(g, rsqrt(subtract(1, square(x)))),)
@@ -252,7 +308,11 @@ arctan2_p, arctan2 = _binary("arctan2", torch.atan2, _atan2_vjp)
 sinh_p, sinh = _unary("sinh", torch.sinh, lambda g, x, out: (multiply(g, cosh(x)),))
 cosh_p, cosh = _unary("cosh", torch.cosh, lambda g, x, out: (multiply(g, sinh(x)),))
 tanh_p, tanh = _unary(
-    "tanh", torch.tanh, lambda g, x, out: (multiply(g, subtract(1, square(out))),)
+    "tanh",
+    torch.tanh,
+    lambda g, x, out: (multiply(g, subtract(1, square(out))),),
+    inplace="tanh_",
+    fresh=True,
 )
 arcsinh_p, arcsinh = _unary(
     "arcsinh", torch.asinh, lambda g, x, out: (multiply(g, rsqrt(add(square(x), 1))),)
@@ -267,6 +327,8 @@ erf_p, erf = _unary(
     "erf",
     torch.erf,
     lambda g, x, out: (multiply(g, multiply(2.0 / math.sqrt(math.pi), exp(negative(square(x))))),),
+    inplace="erf_",
+    fresh=True,
 )
 erfinv_p, erfinv = _unary(
     "erfinv",
@@ -277,6 +339,8 @@ sigmoid_p = Primitive(
     "sigmoid",
     torch.sigmoid,
     lambda g, x, out: (multiply(g, multiply(out, subtract(1, out))),),
+    inplace="sigmoid_",
+    fresh=True,
 )
 
 
@@ -342,7 +406,7 @@ def _clip_vjp(g, x, lo, hi, out):
     return where(inside, g, 0), None, None
 
 
-clip_p = Primitive("clip", _clip_impl, _clip_vjp)
+clip_p = Primitive("clip", _clip_impl, _clip_vjp, fresh=True)
 
 
 def clip(x, x_min, x_max):
@@ -363,6 +427,7 @@ maximum_p, maximum = _binary(
         where(greater_equal(x, y), g, 0),
         where(greater_equal(x, y), 0, g),
     ),
+    fresh=True,
 )
 minimum_p, minimum = _binary(
     "minimum",
@@ -371,6 +436,7 @@ minimum_p, minimum = _binary(
         where(less_equal(x, y), g, 0),
         where(less_equal(x, y), 0, g),
     ),
+    fresh=True,
 )
 
 
@@ -387,7 +453,7 @@ def _where_impl_t(c, a, b):
     return where_p.bind(c, a, b)
 
 
-where_p = Primitive("where", _where_impl, _where_vjp)
+where_p = Primitive("where", _where_impl, _where_vjp, fresh=True)
 
 
 def where(condition, x1=None, x2=None):
@@ -521,13 +587,17 @@ relu_grad_p = Primitive(
     "relu_grad",
     lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),
     lambda gg, g, x, out: (relu_grad_p.bind(gg, x), None),
+    fresh=True,
 )
 relu6_grad_p = Primitive(
     "relu6_grad",
     lambda g, x: torch.ops.aten.hardtanh_backward(g, x, 0.0, 6.0),
     lambda gg, g, x, out: (relu6_grad_p.bind(gg, x), None),
+    fresh=True,
 )
-relu_p = Primitive("relu", torch.relu, lambda g, x, out: (relu_grad_p.bind(g, x),))
+relu_p = Primitive(
+    "relu", torch.relu, lambda g, x, out: (relu_grad_p.bind(g, x),), inplace="relu_", fresh=True
+)
 
 
 def relu(x):
@@ -538,6 +608,7 @@ relu6_p = Primitive(
     "relu6",
     lambda x: torch.clamp(x, 0.0, 6.0),
     lambda g, x, out: (relu6_grad_p.bind(g, x),),
+    fresh=True,
 )
 
 
@@ -555,6 +626,7 @@ softplus_p = Primitive(
         else torch.log1p(torch.exp(-x.abs())) + x.clamp_min(0)
     ),
     lambda g, x, out: (multiply(g, sigmoid_p.bind(x)),),
+    fresh=True,
 )
 
 

@@ -16,10 +16,9 @@ import math
 import string
 
 import torch
-import torch.nn.functional as F
 
 from keratron.autodiff.jvp import jvp
-from keratron.ops import reduction
+from keratron.ops import epilogue, reduction
 from keratron.ops._core import (
     Primitive,
     Tensor,
@@ -80,38 +79,8 @@ __all__ = [
 ]
 
 # ------------------------------------------------------------------------ epilogues
-EPILOGUE_ACTIVATIONS = (None, "relu", "relu6", "gelu", "gelu_tanh", "sigmoid", "tanh")
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
-
-
-def standardize_activation(activation, op: str):
-    """Validates an epilogue activation name ("linear" means none)."""
-    if activation == "linear":
-        return None
-    if activation not in EPILOGUE_ACTIVATIONS:
-        raise ValueError(
-            f"{op}: argument `activation` must be one of {EPILOGUE_ACTIVATIONS} or 'linear'. "
-            f"Received: activation={activation!r}"
-        )
-    return activation
-
-
-def apply_epilogue(y: torch.Tensor, activation) -> torch.Tensor:
-    """Applies the activation to a freshly computed torch tensor, in place where torch can."""
-    if activation is None:
-        return y
-    if activation == "relu":
-        return y.relu_()
-    if activation == "relu6":
-        return y.clamp_(0.0, 6.0)
-    if activation == "sigmoid":
-        return y.sigmoid_()
-    if activation == "tanh":
-        return y.tanh_()
-    if activation == "gelu":
-        return F.gelu(y)
-    return F.gelu(y, approximate="tanh")
 
 
 def gelu_derivative(z: Tensor, approximate: bool) -> Tensor:
@@ -150,7 +119,7 @@ def epilogue_grad(g: Tensor, out: Tensor, activation, pre_activation) -> Tensor:
 def _matmul_impl(x, w, b, activation):
     if x.dim() == 2 and w.dim() == 2:
         y = torch.mm(x, w) if b is None else torch.addmm(b, x, w)
-        return y if activation is None else apply_epilogue(y, activation)
+        return y if activation is None else epilogue.apply(y, activation, inplace=True)
     if w.dim() == 2:
         # One BLAS call over all leading dims of x, with the bias folded in by addmm.
         x2 = x.reshape(-1, x.shape[-1])
@@ -160,7 +129,7 @@ def _matmul_impl(x, w, b, activation):
         y = torch.matmul(x, w)
         if b is not None:
             y.add_(b)
-    return apply_epilogue(y, activation)
+    return epilogue.apply(y, activation, inplace=True)
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -181,7 +150,7 @@ def _matmul_vjp(g, x, w, b, out, activation):
     return gx, gw, (None if b is None else g)
 
 
-matmul_p = Primitive("matmul", _matmul_impl, _matmul_vjp)
+matmul_p = Primitive("matmul", _matmul_impl, _matmul_vjp, fresh=True, epilogues=epilogue.FUSED)
 # matmul_p.kernel: optional device route, attached by the Triton kernels package.
 
 
@@ -270,7 +239,7 @@ def fused_matmul(x, w, bias=None, activation=None):
         >>> keratron.ops.fused_matmul(x, w, keratron.ops.zeros((4,)), "relu").shape
         (8, 4)
     """
-    activation = standardize_activation(activation, "fused_matmul")
+    activation = epilogue.standardize(activation, "fused_matmul")
     args = [x, w] if bias is None else [x, w, bias]
     args = _promote(*args)
     x, w = args[0], args[1]

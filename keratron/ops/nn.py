@@ -377,11 +377,13 @@ softmax_p = Primitive(
     lambda g, x, out, axis: (
         multiply(out, subtract(g, sum(multiply(g, out), axis, keepdims=True))),
     ),
+    fresh=True,
 )
 log_softmax_p = Primitive(
     "log_softmax",
     lambda x, axis: torch.log_softmax(x, dim=axis),
     lambda g, x, out, axis: (subtract(g, multiply(exp(out), sum(g, axis, keepdims=True))),),
+    fresh=True,
 )
 
 

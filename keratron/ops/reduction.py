@@ -107,6 +107,7 @@ sum_p = Primitive(
     "sum",
     _sum_impl,
     lambda g, x, out, axis, keepdims: (_expand_back(g, x, axis, keepdims),),
+    fresh=True,
 )
 
 
@@ -151,7 +152,7 @@ def _extreme(name, fn):
         count = _expand_back(sum_p.bind(mask, axis=axis, keepdims=keepdims), x, axis, keepdims)
         return (divide(multiply(_expand_back(g, x, axis, keepdims), mask), count),)
 
-    p = Primitive(name, impl, vjp)
+    p = Primitive(name, impl, vjp, fresh=True)
 
     def op(x, axis=None, keepdims=False, initial=None):
         x = as_tensor(x)
@@ -264,6 +265,7 @@ logsumexp_p = Primitive(
             exp(subtract(x, _expand_back(out, x, axis, keepdims))),
         ),
     ),
+    fresh=True,
 )
 
 

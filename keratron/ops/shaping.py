@@ -349,6 +349,7 @@ concatenate_p = Primitive(
     lambda g, *xs, out, axis: tuple(
         split_p.bind(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis)
     ),
+    fresh=True,
 )
 split_p = Primitive(
     "split_sizes",
@@ -405,6 +406,7 @@ stack_p = Primitive(
     "stack",
     lambda *xs, axis: torch.stack(xs, dim=axis),
     lambda g, *xs, out, axis: tuple(unstack_p.bind(g, axis=axis)),
+    fresh=True,
 )
 unstack_p = Primitive(
     "unstack",

@@ -159,9 +159,8 @@ def _sce_vjp(gs, logits, labels, out, sparse):
     return g_logits, negative(multiply(expand_dims(g_loss, -1), log_probs))
 
 
-_sce_vjp.accepts_none = True
 softmax_cross_entropy_p = Primitive(
-    "softmax_cross_entropy", _sce_impl, _sce_vjp, multiple_results=True
+    "softmax_cross_entropy", _sce_impl, _sce_vjp, multiple_results=True, vjp_accepts_none=True
 )
 
 

@@ -53,7 +53,7 @@ _INT32_MAX = 2**31 - 1
 # ------------------------------------------------------------------------------ kernels
 @triton.jit
 def _epilogue(acc, b_ptr, offs_f, f_mask, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
-    """bias + activation on a float32 (rows x filters) tile, as `ops.linalg.apply_epilogue`."""
+    """bias + activation on a float32 (rows x filters) tile, as `ops.epilogue.apply`."""
     if HAS_BIAS:
         bias = tl.load(b_ptr + offs_f, mask=f_mask, other=0.0).to(tl.float32)
         acc = acc + bias[None, :]
