@@ -1,8 +1,9 @@
 """Graph optimisation passes and the lowering of a traced `Graph` to a flat replay plan.
 
 Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
-- `simplify`: the clean-ups VJPs create: transpose of transpose, reshape of reshape, casts
-  and reshapes to the same type/shape, multiply by one, add/subtract of zeros, double negation.
+- `simplify`: the clean-ups VJPs create (transpose of transpose, reshape of reshape, casts
+  and reshapes to the same type/shape, multiply by one, add/subtract of zeros, double
+  negation), each the `simplify` rule of its primitive, written in the op's module.
 - `cse`: merges pure nodes with the same primitive, inputs and parameters.
 - `fold_constants`: evaluates pure nodes whose inputs are all constants.
 - `fuse_epilogues`: a primitive with `epilogues` (matmul, conv) followed by a bias add and an
@@ -18,21 +19,22 @@ without effects (a CPU convolution's kernel relayout), hoists the work that read
 into a prelude, binds each node to its kernel once, reuses a dead input buffer for the result
 of a primitive with an `inplace` form (a chain of elementwise ops runs in one buffer) and frees
 every intermediate right after its last use. What the compiler knows about a primitive is a
-field of the `Primitive` (`inplace`, `commutative`, `fresh`, `epilogues`), never its name.
+field of the `Primitive` (`inplace`, `commutative`, `fresh`, `epilogues`, `simplify`,
+`fill_value`, `fuses_as`), never its name.
 """
 
 from __future__ import annotations
 
 import itertools
 import linecache
-import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from keratron.autodiff import tree
-from keratron.autodiff.primitive import PRIMITIVES, without_grad
+from keratron.autodiff.primitive import without_grad
+from keratron.autodiff.tape import engine
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
 from keratron.autodiff.tracing import Graph, Node, Tracer
 
@@ -43,7 +45,11 @@ __all__ = [
     "CompiledFunction",
     "register_pass",
     "substitute",
+    "uniform_value",
     "graph_device",
+    "identity_on_same_aval",
+    "is_const_fill",
+    "new_const",
     "new_value",
     "producers",
     "use_counts",
@@ -70,14 +76,15 @@ def producers(graph: Graph) -> dict:
     return {s: n for n in graph.nodes for s in n.outputs}
 
 
-def _is_const_fill(graph: Graph, s, value) -> bool:
+def is_const_fill(graph: Graph, s, value) -> bool:
+    """Whether slot `s` is a (small) constant whose elements all equal `value`."""
     c = graph.consts.get(s)
     if c is None or c.numel() > 1 << 16:
         return False
     return bool(torch.all(c == value))
 
 
-def _uniform_value(graph: Graph, s):
+def uniform_value(graph: Graph, s):
     """The one value of a small constant whose elements are all equal (else None)."""
     c = graph.consts.get(s)
     if c is None or c.numel() == 0 or c.numel() > 1 << 16 or not c.dtype.is_floating_point:
@@ -86,23 +93,16 @@ def _uniform_value(graph: Graph, s):
     return float(v) if bool(torch.all(c == v)) else None
 
 
-def _power_of_two(v: float) -> bool:
-    return v != 0 and math.isfinite(v) and math.frexp(abs(v))[0] == 0.5
-
-
-def _scaled_input(graph: Graph, prod: dict, s):
-    """(x, k) when slot s is `x * k` with k a uniform constant, else None."""
-    node = prod.get(s)
-    if node is None or node.prim.name != "multiply":
-        return None
-    for a, b in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
-        k = _uniform_value(graph, b)
-        if k is not None and graph.avals[a] == graph.avals[s]:
-            return a, k
+def identity_on_same_aval(graph: Graph, node: Node, prod: dict):
+    """A `Primitive.simplify` rule: the node's value is its first input when the two have
+    the same shape and dtype (a reshape, cast or broadcast to what the input already is)."""
+    if graph.avals[node.inputs[0]] == graph.avals[node.outputs[0]]:
+        return node.inputs[0]
     return None
 
 
-def _new_const(graph: Graph, value: float, dtype) -> int:
+def new_const(graph: Graph, value: float, dtype) -> int:
+    """A new scalar constant slot holding `value`."""
     slot = graph._new_slot((), dtype)
     graph.consts[slot] = torch.tensor(value, dtype=dtype, device=graph_device(graph))
     return slot
@@ -119,6 +119,8 @@ def _params_key(params):
 
 # ------------------------------------------------------------------------------ passes
 def simplify(graph: Graph, outputs: list) -> list:
+    """Applies each pure node's `Primitive.simplify` rule (the algebra its op module knows:
+    multiply by one, double negation, transpose of transpose, ...), in graph order."""
     subst: dict = {}
     prod: dict = {}
 
@@ -130,59 +132,10 @@ def simplify(graph: Graph, outputs: list) -> list:
     kept = []
     for node in graph.nodes:
         node.inputs = [None if s is None else r(s) for s in node.inputs]
-        if node.kind == "prim" and not node.prim.effect:
-            name = node.prim.name
-            out = node.outputs[0] if node.outputs else None
-            out_aval = graph.avals.get(out)
-            ins = node.inputs
-            src = None
-            if name in ("reshape", "cast", "broadcast_to") and graph.avals[ins[0]] == out_aval:
-                src = ins[0]
-            elif name == "reshape" and ins[0] in prod and prod[ins[0]].prim.name == "reshape":
-                node.inputs = [prod[ins[0]].inputs[0]]
-                if graph.avals[node.inputs[0]] == out_aval:
-                    src = node.inputs[0]
-            elif name == "transpose" and ins[0] in prod and prod[ins[0]].prim.name == "transpose":
-                inner = prod[ins[0]]
-                perm = tuple(inner.params["axes"][i] for i in node.params["axes"])
-                if perm == tuple(range(len(perm))):
-                    src = inner.inputs[0]
-                else:
-                    node.inputs = [inner.inputs[0]]
-                    node.params = {**node.params, "axes": perm}
-            elif name == "negative" and ins[0] in prod and prod[ins[0]].prim.name == "negative":
-                src = prod[ins[0]].inputs[0]
-            elif name == "negative" and _scaled_input(graph, prod, ins[0]) is not None:
-                # -(x * k) == x * -k exactly: one multiply instead of two kernels.
-                x, k = _scaled_input(graph, prod, ins[0])
-                node.prim = PRIMITIVES["multiply"]
-                node.inputs = [x, _new_const(graph, -k, out_aval[1])]
-            elif name == "multiply":
-                for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-                    if _is_const_fill(graph, b, 1) and graph.avals[a] == out_aval:
-                        src = a
-                        break
-                    k = _uniform_value(graph, b)
-                    inner = _scaled_input(graph, prod, a) if k is not None else None
-                    if inner is not None and (_power_of_two(k) or _power_of_two(inner[1])):
-                        # (x * k1) * k2 == x * (k1 * k2) exactly when one factor is a power of
-                        # two (scaling by it only shifts the exponent).
-                        node.inputs = [inner[0], _new_const(graph, inner[1] * k, out_aval[1])]
-                        break
-            elif name == "where" and graph.avals[ins[1]] == out_aval:
-                cond = graph.consts.get(ins[0])
-                if cond is not None and cond.dtype == torch.bool and bool(cond.all()):
-                    src = ins[1]
-            elif name == "add":
-                for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-                    if _is_const_fill(graph, b, 0) and graph.avals[a] == out_aval:
-                        src = a
-                        break
-            elif name == "subtract":
-                if _is_const_fill(graph, ins[1], 0) and graph.avals[ins[0]] == out_aval:
-                    src = ins[0]
+        if node.kind == "prim" and node.prim.simplify is not None and not node.prim.effect:
+            src = node.prim.simplify(graph, node, prod)
             if src is not None:
-                subst[out] = src
+                subst[node.outputs[0]] = src
                 continue
         for s in node.outputs:
             prod[s] = node
@@ -215,13 +168,14 @@ def cse(graph: Graph, outputs: list) -> list:
 def fold_constants(graph: Graph, outputs: list) -> list:
     kept = []
     for node in graph.nodes:
-        if node.kind == "prim" and node.prim.name in ("ones_like", "zeros_like"):
+        if node.kind == "prim" and node.prim.fill_value is not None:
             # Depends on its input's shape and dtype only, which tracing fixed.
             shape, dtype = graph.avals[node.outputs[0]]
             ref = graph.consts.get(node.inputs[0])
             device = ref.device if ref is not None else graph_device(graph)
-            fill = torch.ones if node.prim.name == "ones_like" else torch.zeros
-            graph.consts[node.outputs[0]] = fill(shape, dtype=dtype, device=device)
+            graph.consts[node.outputs[0]] = torch.full(
+                shape, node.prim.fill_value, dtype=dtype, device=device
+            )
             continue
         if (
             node.kind == "prim"
@@ -272,7 +226,7 @@ def _flat(graph: Graph, s, channels: int, before: list):
     if graph.avals[s][0] == (channels,):
         return s
     node, flat = new_value(
-        graph, PRIMITIVES["reshape"], [s], {"shape": (channels,)}, ((channels,), graph.avals[s][1])
+        graph, engine.reshape, [s], {"shape": (channels,)}, ((channels,), graph.avals[s][1])
     )
     before.append(node)
     return flat
@@ -322,9 +276,9 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
         node.inputs = [None if s is None else subst.get(s, s) for s in node.inputs]
         if node.kind != "prim" or id(node) in dead:
             continue
-        name = node.prim.name
+        fuses_as = node.prim.fuses_as
         out = node.outputs[0] if node.outputs else None
-        if name in ("multiply", "add") and len(node.inputs) == 2:
+        if fuses_as in ("scale", "bias") and len(node.inputs) == 2:
             for a, b in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
                 mm = linear_producer(a, i)
                 if mm is None or graph.avals[out] != graph.avals[a]:
@@ -336,7 +290,7 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
                 before = moved.get(id(mm), (i, []))[1]
                 vec = _flat(graph, b, channels, before)
                 kernel, bias = mm.inputs[1], mm.inputs[2]
-                if name == "multiply":
+                if fuses_as == "scale":
                     k_aval = graph.avals[kernel]
                     kn, kernel = new_value(graph, node.prim, [kernel, vec], {}, k_aval)
                     before.append(kn)
@@ -353,17 +307,17 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
                 subst[out] = a
                 dead.add(id(node))
                 break
-        elif len(node.inputs) == 1 and not node.params:
-            # An activation primitive is named as the epilogue activation it computes.
+        elif fuses_as is not None and len(node.inputs) == 1 and not node.params:
+            # An activation primitive's `fuses_as` names the epilogue activation it computes.
             src = node.inputs[0]
             mm = linear_producer(src, i)
             if (
                 mm is not None
-                and name in mm.prim.epilogues
+                and fuses_as in mm.prim.epilogues
                 and "activation" in mm.params
                 and graph.avals[out] == graph.avals[src]
             ):
-                mm.params = {**mm.params, "activation": name}
+                mm.params = {**mm.params, "activation": fuses_as}
                 moved[id(mm)] = (i, moved.get(id(mm), (i, []))[1])
                 subst[out] = src
                 dead.add(id(node))

@@ -157,6 +157,16 @@ class Primitive:
             compiler folds a following bias add and activation into the call.
         vjp_accepts_none: whether the VJP rule takes None (not zeros) for the cotangents of
             outputs that no gradient reached (multiple-result primitives).
+        simplify: the op's algebraic clean-up, `rule(graph, node, producers) -> slot or None`,
+            called by the compiler's `simplify` pass on every pure node of the op (producers:
+            {slot: the node computing it}, so far). It returns the slot that already holds the
+            node's value (the node goes), or None to keep the node, which it may rewrite in
+            place (inputs, params, primitive) to an equal, cheaper call.
+        fill_value: for an op whose output is this constant at the input's shape and dtype
+            whatever the input's values (`ones_like`: 1); the compiler computes it at trace time.
+        fuses_as: what the op is when it follows a primitive with `epilogues`, which may then
+            fold it in: "bias" (adds a per-output-channel vector), "scale" (multiplies by one)
+            or the name of the epilogue activation it computes ("relu").
 
     Attributes:
         routes: {device kind: route}, filled by `device_route`.
@@ -174,6 +184,9 @@ class Primitive:
         "fresh",
         "epilogues",
         "vjp_accepts_none",
+        "simplify",
+        "fill_value",
+        "fuses_as",
         "routes",
     )
 
@@ -191,6 +204,9 @@ class Primitive:
         fresh: bool = False,
         epilogues: tuple[str, ...] = (),
         vjp_accepts_none: bool = False,
+        simplify: Callable | None = None,
+        fill_value: float | None = None,
+        fuses_as: str | None = None,
     ):
         if name in PRIMITIVES:
             raise ValueError(f"Primitive {name!r} is already registered.")
@@ -205,6 +221,9 @@ class Primitive:
         self.fresh = fresh
         self.epilogues = frozenset(epilogues)
         self.vjp_accepts_none = vjp_accepts_none
+        self.simplify = simplify
+        self.fill_value = fill_value
+        self.fuses_as = fuses_as
         self.routes: dict[str, Callable] = {}
         PRIMITIVES[name] = self
 

@@ -13,12 +13,50 @@ import contextlib
 import functools
 import threading
 
-# The module, not its names: `Primitive.bind` calls into this module, so `primitive` may
-# import it at its top while this one is still loading.
-from keratron.autodiff import primitive as _primitive
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import is_float
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
+
+
+class EnginePrimitives:
+    """The ops primitives the engine binds itself: the tape sums cotangents (`add`), sums them
+    back to an input's shape (`sum`, `reshape`), seeds and zero-fills them (`ones_like`,
+    `zeros_like`), fixes their dtype (`cast`), stacks jacobian rows (`stack`) and stops
+    gradients (`stop_gradient`); the compiler reshapes (`reshape`).
+
+    autodiff sits below ops and never imports it: `keratron.ops` installs them once, at import,
+    with `install_engine_primitives`.
+    """
+
+    __slots__ = (
+        "add",
+        "sum",
+        "reshape",
+        "cast",
+        "stack",
+        "ones_like",
+        "zeros_like",
+        "stop_gradient",
+    )
+
+
+engine = EnginePrimitives()
+
+
+def install_engine_primitives(**prims) -> None:
+    """Installs the `Primitive`s of `EnginePrimitives`, every one, by keyword.
+
+    Raises:
+        ValueError: naming the missing and unknown keywords.
+    """
+    names = set(EnginePrimitives.__slots__)
+    if set(prims) != names:
+        raise ValueError(
+            f"install_engine_primitives expects exactly the keywords {sorted(names)}. "
+            f"Missing: {sorted(names - set(prims))}; unknown: {sorted(set(prims) - names)}."
+        )
+    for name, prim in prims.items():
+        setattr(engine, name, prim)
 
 
 class _State(threading.local):
@@ -74,17 +112,14 @@ def record_primitive(prim, inputs, outputs, params) -> None:
         if tape._recording and _should_record(tape, inputs):
             if vjp is None:
                 vjp = _primitive_vjp(prim, inputs, outputs, params)
-            tape._records.append((inputs, outs, vjp))
+            tape._records.append((inputs, outs, vjp, prim.vjp_accepts_none))
             for o in outs:
                 tape._watched[id(o)] = o
 
 
 def _primitive_vjp(prim, inputs, outputs, params):
     if prim.multiple_results:
-        fn = lambda gs: prim.vjp(tuple(gs), *inputs, out=outputs, **params)  # noqa: E731
-        # A rule that accepts None gets None (not zeros) for outputs no cotangent reached.
-        fn.accepts_none = prim.vjp_accepts_none
-        return fn
+        return lambda gs: prim.vjp(tuple(gs), *inputs, out=outputs, **params)
     return lambda gs: prim.vjp(gs[0], *inputs, out=outputs, **params)
 
 
@@ -92,13 +127,9 @@ def record_custom(inputs, outputs, vjp) -> None:
     """Records a node whose backward is `vjp(list_of_output_grads) -> input grads`."""
     for tape in _state.tapes:
         if tape._recording and _should_record(tape, inputs):
-            tape._records.append((tuple(inputs), tuple(outputs), vjp))
+            tape._records.append((tuple(inputs), tuple(outputs), vjp, False))
             for o in outputs:
                 tape._watched[id(o)] = o
-
-
-def _bind(name, *args, **params):
-    return _primitive.PRIMITIVES[name].bind(*args, **params)
 
 
 def _unbroadcast(g: Tensor, shape: tuple) -> Tensor:
@@ -109,10 +140,10 @@ def _unbroadcast(g: Tensor, shape: tuple) -> Tensor:
     inner = tuple(lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1)
     if not inner:
         # Only added leading axes (a bias broadcast over a batch): one sum drops them.
-        g = _bind("sum", g, axis=tuple(range(lead)), keepdims=False)
-        return g if g.shape == tuple(shape) else _bind("reshape", g, shape=tuple(shape))
-    g = _bind("sum", g, axis=tuple(range(lead)) + inner, keepdims=True)
-    return _bind("reshape", g, shape=tuple(shape))
+        g = engine.sum.bind(g, axis=tuple(range(lead)), keepdims=False)
+        return g if g.shape == tuple(shape) else engine.reshape.bind(g, shape=tuple(shape))
+    g = engine.sum.bind(g, axis=tuple(range(lead)) + inner, keepdims=True)
+    return engine.reshape.bind(g, shape=tuple(shape))
 
 
 class GradientTape:
@@ -227,7 +258,7 @@ class GradientTape:
 
         def accumulate(key, g):
             prev = grads.get(key)
-            grads[key] = g if prev is None else _bind("add", prev, g)
+            grads[key] = g if prev is None else engine.add.bind(prev, g)
 
         was = self._recording
         self._recording = False  # the backward pass is recorded only by outer tapes
@@ -235,19 +266,21 @@ class GradientTape:
             for t, og in zip(targets, ograds):
                 if not isinstance(t, Tensor) or not is_float(t._value.dtype):
                     continue
-                g = _bind("ones_like", t) if og is None else convert_to_tensor(og, dtype=t.dtype)
+                g = engine.ones_like.bind(t) if og is None else convert_to_tensor(og, dtype=t.dtype)
                 accumulate(id(t), g)
             needed = self._needed(flat_sources)
-            for inputs, outputs, vjp in reversed(self._records):
+            for inputs, outputs, vjp, accepts_none in reversed(self._records):
                 if not any(id(o) in grads for o in outputs):
                     continue
                 if not any(a is not None and id(a) in needed for a in inputs):
                     continue
-                if getattr(vjp, "accepts_none", False):
+                if accepts_none:
+                    # The rule gets None (not zeros) for outputs no cotangent reached.
                     gs = [grads.get(id(o)) for o in outputs]
                 else:
                     gs = [
-                        grads[id(o)] if id(o) in grads else _bind("zeros_like", o) for o in outputs
+                        grads[id(o)] if id(o) in grads else engine.zeros_like.bind(o)
+                        for o in outputs
                     ]
                 in_grads = vjp(gs)
                 if len(in_grads) != len(inputs):
@@ -266,9 +299,9 @@ class GradientTape:
         for s in flat_sources:
             g = grads.get(id(s))
             if g is None and unconnected_gradients == "zero":
-                g = _bind("zeros_like", s)
+                g = engine.zeros_like.bind(s)
             elif g is not None and g.dtype != s.dtype and is_float(s._value.dtype):
-                g = _bind("cast", g, dtype=s._value.dtype)
+                g = engine.cast.bind(g, dtype=s._value.dtype)
             result.append(g)
         if not self._persistent:
             self.reset()
@@ -281,7 +314,7 @@ class GradientTape:
         even when it is an input of an op recorded because of another, watched input.
         """
         needed = {id(s) for s in sources if id(s) in self._watched}
-        for inputs, outputs, _ in self._records:
+        for inputs, outputs, _, _ in self._records:
             if any(a is not None and id(a) in needed for a in inputs):
                 needed.update(id(o) for o in outputs)
         return needed
@@ -294,7 +327,7 @@ class GradientTape:
         flat_sources = tree.flatten(sources)
         rows = [[] for _ in flat_sources]
         for i in range(n):
-            og = _bind("zeros_like", target)._value.reshape(-1).clone()
+            og = engine.zeros_like.bind(target)._value.reshape(-1).clone()
             og[i] = 1
             g = self.gradient(
                 target,
@@ -309,8 +342,8 @@ class GradientTape:
             if r[0] is None:
                 out.append(None)
                 continue
-            stacked = _bind("stack", *r, axis=0)
-            out.append(_bind("reshape", stacked, shape=target.shape + s.shape))
+            stacked = engine.stack.bind(*r, axis=0)
+            out.append(engine.reshape.bind(stacked, shape=target.shape + s.shape))
         return tree.pack_sequence_as(sources, out)
 
 
@@ -329,7 +362,7 @@ def stop_recording_all():
 
 def stop_gradient(x) -> Tensor:
     """Returns `x` as a constant: no gradient flows through it."""
-    return _bind("stop_gradient", convert_to_tensor(x))
+    return engine.stop_gradient.bind(convert_to_tensor(x))
 
 
 def custom_gradient(f):

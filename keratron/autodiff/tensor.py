@@ -469,10 +469,8 @@ def convert_to_tensor(x, dtype=None, sparse=None, device=None) -> Tensor:
     tdtype = None if dtype is None else to_torch_dtype(dtype)
     if isinstance(x, Tensor):
         if tdtype is not None and x._value.dtype != tdtype:
-            # Through the cast primitive, so that tapes and traces see the conversion.
-            from keratron.autodiff.primitive import PRIMITIVES
-
-            x = PRIMITIVES["cast"].bind(x, dtype=tdtype)
+            # Through ops.cast (the cast primitive), so that tapes and traces see it.
+            x = _op("cast")(x, tdtype)
         if device is not None and not x._value.is_meta:
             v = x._value.to(config._normalize_device(device))
             return x if v is x._value else Tensor(v)

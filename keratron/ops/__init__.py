@@ -20,3 +20,17 @@ _dispatch.attach_kernel_routes()
 from keratron.autodiff.tensor import install_operators as _install_operators  # noqa: E402
 
 _install_operators(globals())  # Tensor's operators (x + y, x[i], x.T) call these ops
+
+from keratron.autodiff.tape import install_engine_primitives as _install_engine  # noqa: E402
+from keratron.ops import elementwise, reduction, shaping  # noqa: E402
+
+_install_engine(  # the primitives the gradient engine and the compiler bind themselves
+    add=elementwise.add_p,
+    sum=reduction.sum_p,
+    reshape=shaping.reshape_p,
+    cast=elementwise.cast_p,
+    stack=shaping.stack_p,
+    ones_like=elementwise.ones_like_p,
+    zeros_like=elementwise.zeros_like_p,
+    stop_gradient=elementwise.stop_gradient_p,
+)

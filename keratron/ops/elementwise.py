@@ -11,6 +11,7 @@ import math
 import torch
 
 from keratron import config
+from keratron.autodiff import passes
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.ops._core import (
     Primitive,
@@ -166,6 +167,74 @@ def _binary(name, impl, vjp=None, promote=False, to_float=False, **fields):
 
 
 # ------------------------------------------------------------------------ arithmetic
+# The compiler's algebra on these primitives (their `simplify` rules, see passes.simplify):
+# every rewrite is exact in floating point.
+def _identity_operand(graph, node, identity, operands):
+    """The operand `a` of `node` (trying the (a, b) pairs in `operands`) whose partner `b` is
+    a constant filled with `identity` and that already has the output's shape and dtype."""
+    out_aval = graph.avals[node.outputs[0]]
+    for a, b in operands:
+        if passes.is_const_fill(graph, b, identity) and graph.avals[a] == out_aval:
+            return a
+    return None
+
+
+def _simplify_add(graph, node, prod):
+    x, y = node.inputs
+    return _identity_operand(graph, node, 0, ((x, y), (y, x)))
+
+
+def _simplify_subtract(graph, node, prod):
+    return _identity_operand(graph, node, 0, (tuple(node.inputs),))
+
+
+def _scaled_input(graph, prod, s):
+    """(x, k) when slot s is `x * k` with k a uniform constant, else None."""
+    node = prod.get(s)
+    if node is None or node.prim is not multiply_p:
+        return None
+    for a, b in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        k = passes.uniform_value(graph, b)
+        if k is not None and graph.avals[a] == graph.avals[s]:
+            return a, k
+    return None
+
+
+def _power_of_two(v: float) -> bool:
+    return v != 0 and math.isfinite(v) and math.frexp(abs(v))[0] == 0.5
+
+
+def _simplify_multiply(graph, node, prod):
+    x, y = node.inputs
+    one = _identity_operand(graph, node, 1, ((x, y), (y, x)))
+    if one is not None:
+        return one
+    for a, b in ((x, y), (y, x)):
+        k = passes.uniform_value(graph, b)
+        inner = _scaled_input(graph, prod, a) if k is not None else None
+        if inner is not None and (_power_of_two(k) or _power_of_two(inner[1])):
+            # (x * k1) * k2 == x * (k1 * k2) exactly when one factor is a power of two
+            # (scaling by it only shifts the exponent).
+            dtype = graph.avals[node.outputs[0]][1]
+            node.inputs = [inner[0], passes.new_const(graph, inner[1] * k, dtype)]
+            break
+    return None
+
+
+def _simplify_negative(graph, node, prod):
+    (x,) = node.inputs
+    inner = prod.get(x)
+    if inner is not None and inner.prim is negative_p:
+        return inner.inputs[0]
+    scaled = _scaled_input(graph, prod, x)
+    if scaled is not None:
+        # -(x * k) == x * -k exactly: one multiply instead of two kernels.
+        dtype = graph.avals[node.outputs[0]][1]
+        node.prim = multiply_p
+        node.inputs = [scaled[0], passes.new_const(graph, -scaled[1], dtype)]
+    return None
+
+
 add_p, add = _binary(
     "add",
     torch.add,
@@ -173,9 +242,16 @@ add_p, add = _binary(
     inplace="add_",
     commutative=True,
     fresh=True,
+    simplify=_simplify_add,
+    fuses_as="bias",
 )
 subtract_p, subtract = _binary(
-    "subtract", torch.sub, lambda g, x, y, out: (g, negative(g)), inplace="sub_", fresh=True
+    "subtract",
+    torch.sub,
+    lambda g, x, y, out: (g, negative(g)),
+    inplace="sub_",
+    fresh=True,
+    simplify=_simplify_subtract,
 )
 multiply_p, multiply = _binary(
     "multiply",
@@ -184,6 +260,8 @@ multiply_p, multiply = _binary(
     inplace="mul_",
     commutative=True,
     fresh=True,
+    simplify=_simplify_multiply,
+    fuses_as="scale",
 )
 divide_p, divide = _binary(
     "divide",
@@ -217,7 +295,12 @@ def _power_vjp(g, x, y, out):
 
 power_p, power = _binary("power", torch.pow, _power_vjp, fresh=True)
 negative_p, negative = _unary(
-    "negative", torch.neg, lambda g, x, out: (negative(g),), inplace="neg_", fresh=True
+    "negative",
+    torch.neg,
+    lambda g, x, out: (negative(g),),
+    inplace="neg_",
+    fresh=True,
+    simplify=_simplify_negative,
 )
 abs_p, abs = _unary(
     "abs",
@@ -313,6 +396,7 @@ tanh_p, tanh = _unary(
     lambda g, x, out: (multiply(g, subtract(1, square(out))),),
     inplace="tanh_",
     fresh=True,
+    fuses_as="tanh",
 )
 arcsinh_p, arcsinh = _unary(
     "arcsinh", torch.asinh, lambda g, x, out: (multiply(g, rsqrt(add(square(x), 1))),)
@@ -341,6 +425,7 @@ sigmoid_p = Primitive(
     lambda g, x, out: (multiply(g, multiply(out, subtract(1, out))),),
     inplace="sigmoid_",
     fresh=True,
+    fuses_as="sigmoid",
 )
 
 
@@ -453,7 +538,17 @@ def _where_impl_t(c, a, b):
     return where_p.bind(c, a, b)
 
 
-where_p = Primitive("where", _where_impl, _where_vjp, fresh=True)
+def _simplify_where(graph, node, prod):
+    cond, x = node.inputs[0], node.inputs[1]
+    if graph.avals[x] != graph.avals[node.outputs[0]]:
+        return None
+    c = graph.consts.get(cond)
+    if c is not None and c.dtype == torch.bool and bool(c.all()):
+        return x  # an all-true select
+    return None
+
+
+where_p = Primitive("where", _where_impl, _where_vjp, fresh=True, simplify=_simplify_where)
 
 
 def where(condition, x1=None, x2=None):
@@ -497,7 +592,9 @@ def _cast_vjp(g, x, out, dtype):
     return (cast_p.bind(g, dtype=x._value.dtype),)
 
 
-cast_p = Primitive("cast", lambda x, dtype: x.to(dtype), _cast_vjp)
+cast_p = Primitive(
+    "cast", lambda x, dtype: x.to(dtype), _cast_vjp, simplify=passes.identity_on_same_aval
+)
 
 
 def cast(x, dtype):
@@ -596,7 +693,12 @@ relu6_grad_p = Primitive(
     fresh=True,
 )
 relu_p = Primitive(
-    "relu", torch.relu, lambda g, x, out: (relu_grad_p.bind(g, x),), inplace="relu_", fresh=True
+    "relu",
+    torch.relu,
+    lambda g, x, out: (relu_grad_p.bind(g, x),),
+    inplace="relu_",
+    fresh=True,
+    fuses_as="relu",
 )
 
 
@@ -609,6 +711,7 @@ relu6_p = Primitive(
     lambda x: torch.clamp(x, 0.0, 6.0),
     lambda g, x, out: (relu6_grad_p.bind(g, x),),
     fresh=True,
+    fuses_as="relu6",
 )
 
 
@@ -644,8 +747,8 @@ def _stop_gradient_impl(x):
 
 
 stop_gradient_p = Primitive("stop_gradient", _stop_gradient_impl)
-ones_like_p = Primitive("ones_like", torch.ones_like)
-zeros_like_p = Primitive("zeros_like", torch.zeros_like)
+ones_like_p = Primitive("ones_like", torch.ones_like, fill_value=1)
+zeros_like_p = Primitive("zeros_like", torch.zeros_like, fill_value=0)
 
 
 # ------------------------------------------------------------------------ numpy extras

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from keratron import config
+from keratron.autodiff import passes
 from keratron.autodiff.tensor import Tensor
 from keratron.ops._core import Primitive, as_tensor, canonical_axis, on_device
 from keratron.ops.elementwise import cast, zeros_like_p
@@ -138,10 +139,20 @@ def size(x) -> int:
 
 
 # ------------------------------------------------------------------------------ reshape
+def _simplify_reshape(graph, node, prod):
+    same = passes.identity_on_same_aval(graph, node, prod)
+    inner = prod.get(node.inputs[0])
+    if same is not None or inner is None or inner.prim is not reshape_p:
+        return same
+    node.inputs = [inner.inputs[0]]  # a reshape of a reshape is one reshape
+    return passes.identity_on_same_aval(graph, node, prod)
+
+
 reshape_p = Primitive(
     "reshape",
     lambda x, shape: x.reshape(shape),
     lambda g, x, out, shape: (reshape_p.bind(g, shape=x.shape),),
+    simplify=_simplify_reshape,
 )
 
 
@@ -240,7 +251,22 @@ def _transpose_vjp(g, x, out, axes):
     return (transpose_p.bind(g, axes=inv),)
 
 
-transpose_p = Primitive("transpose", lambda x, axes: x.permute(axes), _transpose_vjp)
+def _simplify_transpose(graph, node, prod):
+    inner = prod.get(node.inputs[0])
+    if inner is None or inner.prim is not transpose_p:
+        return None
+    # A transpose of a transpose is one transpose, or none.
+    perm = tuple(inner.params["axes"][i] for i in node.params["axes"])
+    if perm == tuple(range(len(perm))):
+        return inner.inputs[0]
+    node.inputs = [inner.inputs[0]]
+    node.params = {**node.params, "axes": perm}
+    return None
+
+
+transpose_p = Primitive(
+    "transpose", lambda x, axes: x.permute(axes), _transpose_vjp, simplify=_simplify_transpose
+)
 
 
 def transpose(x, axes=None):
@@ -314,6 +340,7 @@ broadcast_to_p = Primitive(
     "broadcast_to",
     lambda x, shape: x.expand(shape).contiguous() if x.dim() else x.expand(shape).clone(),
     lambda g, x, out, shape: (g,),
+    simplify=passes.identity_on_same_aval,
 )
 
 

@@ -24,6 +24,7 @@ from keratron import config
 from keratron.autodiff.dtypes import standardize_dtype, to_torch_dtype
 from keratron.autodiff.tape import GradientTape, active_tapes, stop_recording_all
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, mark_written
+from keratron.ops.elementwise import cast_p
 from keratron.optimizers.schedules import learning_rate_schedule as lrs
 
 _name_uids: collections.defaultdict = collections.defaultdict(int)
@@ -657,9 +658,7 @@ class Optimizer:
             with suspend_tracing():
                 self._gradient_value(Tensor(torch.empty(g.shape, dtype=g._value.dtype)), v)
             if g._value.dtype != v._value.dtype:
-                from keratron.autodiff.primitive import PRIMITIVES
-
-                g = PRIMITIVES["cast"].bind(g, dtype=v._value.dtype)
+                g = cast_p.bind(g, dtype=v._value.dtype)
             checked.append(g)
 
         def run(*values):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import keratron as kt
+from keratron.autodiff import passes
 from keratron.autodiff.primitive import PRIMITIVES, Primitive, device_route
 from keratron.ops import convolution, rnn
 
@@ -171,3 +172,58 @@ def test_device_route_validates_its_arguments():
         device_route("conv")
     with pytest.raises(ValueError, match="device"):
         device_route(convolution.conv_p, "tpu")
+
+
+def _trace(fn, *shapes):
+    """The graph of fn over float32 placeholders, with its output items and input slots."""
+    from keratron.autodiff.tracing import Trace
+
+    trace = Trace()
+    tracers = [trace.placeholder(s, torch.float32) for s in shapes]
+    with trace:
+        out = fn(*tracers)
+    graph = trace.graph
+    items = [("slot", graph.slot(o)) for o in kt.autodiff.tree.flatten(out)]
+    return graph, items, [graph.slot(t) for t in tracers]
+
+
+def test_simplify_drops_shape_and_sign_round_trips():
+    from keratron.ops import elementwise, shaping
+
+    def f(x):
+        return (
+            ops.reshape(ops.reshape(x, (3, 2)), (2, 3)),  # a reshape of a reshape back: x
+            elementwise.cast_p.bind(x, dtype=torch.float32),  # a cast to its own dtype
+            shaping.broadcast_to_p.bind(x, shape=(2, 3)),  # a broadcast to its own shape
+            ops.negative(ops.negative(x)),
+            ops.subtract(x, 0.0),
+        )
+
+    graph, items, (x,) = _trace(f, (2, 3))
+    items = passes.dce(graph, passes.simplify(graph, items))
+    assert items == [("slot", x)] * 5 and graph.nodes == [], [n.prim for n in graph.nodes]
+
+
+def test_fold_constants_computes_fills_from_the_input_type():
+    from keratron.ops import elementwise
+
+    graph, items, _ = _trace(
+        lambda x: (elementwise.ones_like_p.bind(x), elementwise.zeros_like_p.bind(x)), (2, 3)
+    )
+    items = passes.fold_constants(graph, items)
+    assert graph.nodes == []
+    ones, zeros = (graph.consts[s] for _, s in items)
+    assert torch.equal(ones, torch.ones(2, 3)) and torch.equal(zeros, torch.zeros(2, 3))
+
+
+def test_simplify_runs_the_rule_a_primitive_carries_whatever_its_name():
+    mul = PRIMITIVES["multiply"]
+    twin = Primitive("test_twin_multiply", torch.mul, simplify=mul.simplify)
+    try:
+        graph, items, (x,) = _trace(lambda x: twin.bind(x, ops.ones((2, 3))), (2, 3))
+        assert passes.simplify(graph, items) == [("slot", x)]
+        twin.simplify = None
+        graph, items, (x,) = _trace(lambda x: twin.bind(x, ops.ones((2, 3))), (2, 3))
+        assert passes.simplify(graph, items) != [("slot", x)]
+    finally:
+        del PRIMITIVES["test_twin_multiply"]
