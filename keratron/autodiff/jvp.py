@@ -10,15 +10,15 @@ from __future__ import annotations
 from keratron import config
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import to_torch_dtype
-from keratron.autodiff.primitive import PRIMITIVES
-from keratron.autodiff.tape import GradientTape
+from keratron.autodiff.tape import GradientTape, engine
 from keratron.autodiff.tensor import Tensor, convert_to_tensor
 
 __all__ = ["jvp"]
 
 
 def _bind(name, *args, **params):
-    return PRIMITIVES[name].bind(*args, **params)
+    # The engine's primitives are installed by keratron.ops (autodiff never imports it).
+    return getattr(engine, name).bind(*args, **params)
 
 
 def _as_float_primal(p) -> Tensor:

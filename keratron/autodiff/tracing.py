@@ -29,8 +29,8 @@ import torch
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import is_float, to_torch_dtype
-from keratron.autodiff.primitive import PRIMITIVES, Primitive, trace_state
-from keratron.autodiff.tape import _unbroadcast
+from keratron.autodiff.primitive import Primitive, trace_state
+from keratron.autodiff.tape import _unbroadcast, engine
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
 
 __all__ = [
@@ -444,7 +444,8 @@ class _SlotHandles(dict):
 
 
 def _bind(name, *args, **params):
-    return PRIMITIVES[name].bind(*args, **params)
+    # The engine's primitives are installed by keratron.ops (autodiff never imports it).
+    return getattr(engine, name).bind(*args, **params)
 
 
 def is_tracing() -> bool:
