@@ -19,6 +19,7 @@ from keratron.config import device
 from keratron import ops  # noqa: E402
 from keratron import random  # noqa: E402
 from keratron import utils  # noqa: E402
+from keratron import tree  # noqa: E402
 from keratron import datasets  # noqa: E402
 from keratron import data  # noqa: E402
 from keratron import optimizers  # noqa: E402
@@ -88,6 +89,7 @@ __all__ = [
     "saved_model",
     "saving",
     "stop_gradient",
+    "tree",
     "utils",
     "version",
 ]
