@@ -41,6 +41,37 @@ from keratron.losses import Loss  # noqa: E402
 from keratron.metrics import Metric  # noqa: E402
 from keratron.optimizers import Optimizer  # noqa: E402
 
+
+def _install(namespace, names: dict) -> None:
+    """Adds `names` to a lower package's namespace and `__all__` (see below)."""
+    for name, value in names.items():
+        setattr(namespace, name, value)
+    namespace.__all__ = sorted({*namespace.__all__, *names})
+
+
+# keras.utils and keras.layers also name functions that are built on higher floors of the
+# package (the custom-object registry in layers, serialization in saving, datasets in data).
+# utils and layers must not import those floors, so the top level, which sees them all,
+# installs these names there: `keratron.utils.register_keras_serializable` is the one
+# definition in `keratron.saving`, found under every path Keras gives it.
+_install(
+    utils,
+    {
+        "CustomObjectScope": saving.CustomObjectScope,
+        "custom_object_scope": saving.custom_object_scope,
+        "deserialize_keras_object": saving.deserialize_keras_object,
+        "get_custom_objects": saving.get_custom_objects,
+        "get_registered_name": saving.get_registered_name,
+        "get_registered_object": saving.get_registered_object,
+        "register_keras_serializable": saving.register_keras_serializable,
+        "serialize_keras_object": saving.serialize_keras_object,
+    },
+)
+_install(
+    layers,
+    {"serialize": saving.serialize_keras_object, "deserialize": saving.deserialize_keras_object},
+)
+
 __version__ = "0.1.0"
 
 

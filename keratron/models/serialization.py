@@ -71,10 +71,13 @@ def serialize_layer(layer) -> dict:
     else:
         module = cls.__module__
         registered = name
+    # Layers that a custom get_config returns as objects are written as their configs.
+    from keratron.saving.serialization_lib import serialize_nested_objects
+
     out = {
         "module": module,
         "class_name": name,
-        "config": layer.get_config(),
+        "config": serialize_nested_objects(layer.get_config()),
         "registered_name": registered,
     }
     build_config = layer.get_build_config() if hasattr(layer, "get_build_config") else None

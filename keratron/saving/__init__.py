@@ -25,10 +25,12 @@ from keratron.layers.serialization import (
     register_keras_serializable,
 )
 from keratron.saving.saving_api import load_model, load_weights, save_model, save_weights
+from keratron.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
 
 __all__ = [
     "CustomObjectScope",
     "custom_object_scope",
+    "deserialize_keras_object",
     "get_custom_objects",
     "get_registered_name",
     "get_registered_object",
@@ -37,6 +39,7 @@ __all__ = [
     "register_keras_serializable",
     "save_model",
     "save_weights",
+    "serialize_keras_object",
 ]
 
 
