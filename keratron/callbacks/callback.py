@@ -80,22 +80,26 @@ class Callback:
 def _forward(name):
     # Each hook reaches every callback with the argument convention Keras uses, so callables
     # given to LambdaCallback see the same arguments: epoch hooks get `(epoch, logs)`, batch
-    # hooks `(batch, logs=logs)`, begin/end hooks `(logs)`, with `logs=None` when not given.
+    # hooks `(batch, logs=logs)`, begin/end hooks `(logs)`; as in Keras, `logs` is `{}` when
+    # the trainer gives none (callbacks written for Keras index it in `on_*_begin`).
     if name.startswith("on_epoch_"):
 
         def hook(self, epoch, logs=None):
+            logs = {} if logs is None else logs
             for cb in self.callbacks:
                 getattr(cb, name)(epoch, logs)
 
     elif name.endswith("batch_begin") or name.endswith("batch_end"):
 
         def hook(self, batch, logs=None):
+            logs = {} if logs is None else logs
             for cb in self.callbacks:
                 getattr(cb, name)(batch, logs=logs)
 
     else:
 
         def hook(self, logs=None):
+            logs = {} if logs is None else logs
             for cb in self.callbacks:
                 getattr(cb, name)(logs)
 

@@ -91,7 +91,7 @@ def test_lambda_callback_hooks_fire_in_fit_order():
     ]
     full = {"loss", "mae", "val_loss", "val_mae"}
     assert events == (
-        [("train_begin", None), ("epoch_begin", 0)]
+        [("train_begin", {}), ("epoch_begin", 0)]
         + epoch
         + [("epoch_end", 0, full)]
         + [("epoch_begin", 1)]
@@ -116,7 +116,7 @@ def test_callback_list_passes_logs_as_keras_does():
     cbs.on_epoch_begin(3)
     cbs.on_train_batch_begin(5)
     cbs.on_predict_begin()
-    assert seen == [(3, None), (5, None), None]
+    assert seen == [(3, {}), (5, {}), {}]  # Keras passes {} when no logs are given
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
