@@ -4,7 +4,7 @@ model's config and embedding projections, written as TensorBoard event files.
 Events are written with the `tensorboard` package's event-file writer and summary protos, in
 the layout Keras produces: scalars tagged `epoch_<name>` under `<log_dir>/train` and
 `<log_dir>/validation`, histograms tagged `<weight path>/histogram` under `train`. The
-`tensorboard` package is an optional dependency, imported when the callback is created.
+`tensorboard` package is an optional dependency, imported at the first write.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ class TensorBoard(Callback):
         embeddings_metadata=None,
     ):
         super().__init__()
-        self._tb = _import_tensorboard()
+        self._tb_modules = None  # imported at the first write (see `_tb`)
         for arg, value in (
             ("histogram_freq", histogram_freq),
             ("embeddings_freq", embeddings_freq),
@@ -197,6 +197,14 @@ class TensorBoard(Callback):
         self._val_dir = os.path.join(self.log_dir, "validation")
 
     # ---------------------------------------------------------------- writers
+    @property
+    def _tb(self):
+        # As in Keras, the callback is built without the `tensorboard` package; writing
+        # (from `set_model` on) needs it.
+        if self._tb_modules is None:
+            self._tb_modules = _import_tensorboard()
+        return self._tb_modules
+
     @property
     def _train_writer(self):
         if "train" not in self._writers:

@@ -162,9 +162,15 @@ def test_argument_errors(tmp_path):
     assert float(_events(tmp_path / "validation")["epoch_loss"][0][1]) == 2.0
 
 
-def test_missing_tensorboard_raises_install_hint(monkeypatch):
+def test_missing_tensorboard_builds_and_raises_install_hint_at_first_write(monkeypatch, tmp_path):
     # A None entry makes `import` fail, as for a package that is not installed.
     for name in [m for m in sys.modules if m.split(".")[0] == "tensorboard"] + ["tensorboard"]:
         monkeypatch.setitem(sys.modules, name, None)
+    # Keras builds the callback without the package (keras-io scripts create it up front).
+    real_keras = require("keras")
+    real_keras.callbacks.TensorBoard(log_dir=str(tmp_path / "keras"))
+    tensorboard = keras.callbacks.TensorBoard(log_dir=str(tmp_path / "ours"), histogram_freq=1)
+    assert tensorboard.histogram_freq == 1
+    x, y = regression_data(8)
     with pytest.raises(ImportError, match="pip install tensorboard"):
-        keras.callbacks.TensorBoard()
+        regression_model().fit(x, y, epochs=1, verbose=0, callbacks=[tensorboard])
