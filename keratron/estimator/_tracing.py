@@ -27,6 +27,8 @@ from keratron.autodiff.tensor import Tensor, Variable, collect_created_variables
 from keratron.autodiff.tracing import Trace
 from keratron.estimator.mode_keys import ModeKeys
 from keratron.estimator.model_fn import EstimatorSpec
+from keratron.optimizers.base_optimizer import fresh_auto_names
+from keratron.utils.naming import fresh_uids
 
 __all__ = [
     "TracedModelFn",
@@ -35,6 +37,7 @@ __all__ = [
     "signature_key",
     "current",
     "trainable_variables",
+    "match_checkpoint",
 ]
 
 
@@ -63,19 +66,11 @@ def running(estimator, mode):
 
 @contextlib.contextmanager
 def naming_scope():
-    """Fresh Keras auto-naming for layers, metrics and optimizers, restored afterwards."""
-    from keratron import backend
-    from keratron.optimizers.base_optimizer import fresh_auto_names
-
-    counters = backend._counters()
-    saved = dict(counters)
-    counters.clear()
-    try:
-        with fresh_auto_names():
-            yield
-    finally:
-        counters.clear()
-        counters.update(saved)
+    """The name scope of one `model_fn` call: Keras auto-naming for layers, metrics and
+    optimizers starts afresh (the first Adam is "adam", whatever the process built before)
+    and continues afterwards where it was."""
+    with fresh_uids(), fresh_auto_names():
+        yield
 
 
 def mark_local(variables) -> None:
@@ -230,6 +225,39 @@ def variable_keys(variables) -> dict:
             n += 1
         keys[key] = v
     return keys
+
+
+_COUNTER = re.compile(r"_\d+$")
+
+
+def _uncounted(key: str):
+    """("adam", "dense_kernel_momentum") for "adam_1/dense_kernel_momentum"; None for a key
+    without a scope."""
+    scope, sep, rest = key.partition("/")
+    return (_COUNTER.sub("", scope), rest) if sep else None
+
+
+def match_checkpoint(variables: dict, stored) -> dict:
+    """Which stored value each variable takes: checkpoint key -> variable key.
+
+    A variable takes the value stored under its own key. Checkpoints written before each
+    `model_fn` call had its own name scope carry the process's auto-name counter in the
+    optimizer's name ("adam_1/dense_kernel_momentum" for today's "adam/..."): a
+    non-trainable variable without a value of its own takes the one stored under its key
+    with another counter on the first component, when exactly one such value is left.
+    """
+    matched = {k: k for k in variables if k in stored}
+    left: dict = {}
+    for key in stored:
+        if key not in matched and _uncounted(key) is not None:
+            left.setdefault(_uncounted(key), []).append(key)
+    for key, var in variables.items():
+        if key in matched or var.trainable or _uncounted(key) is None:
+            continue
+        candidates = left.get(_uncounted(key), [])
+        if len(candidates) == 1:
+            matched[candidates.pop()] = key
+    return matched
 
 
 def metric_variable_ids(metrics) -> set:

@@ -30,6 +30,7 @@ from keratron.estimator import hooks as hooks_lib
 from keratron.estimator._tracing import (
     check_model_fn,
     current,
+    match_checkpoint,
     running,
     signature_key,
     to_tensors,
@@ -304,28 +305,47 @@ class Estimator:
         return (os.path.abspath(prefix), st.st_mtime_ns, st.st_size)
 
     def _restore(self, traced, prefix):
-        """Gives `traced`'s variables the values of checkpoint `prefix` (all read first, so
-        a bad file changes nothing)."""
+        """Gives `traced`'s variables the values of checkpoint `prefix` (all read and checked
+        first, so a bad file changes nothing).
+
+        Raises:
+            ValueError: when the checkpoint lacks a trainable variable, holds one with another
+                shape, or, when training, lacks the state of a non-trainable one (optimizer
+                slots and counters): training would go on with that state started afresh.
+        """
         values, step = ckpt_lib.read_checkpoint(prefix)
-        missing, assigns = [], []
+        taken = {key: stored for stored, key in match_checkpoint(traced.variables, values).items()}
+        missing, missing_state, assigns = [], [], []
         for key, var in traced.variables.items():
-            value = values.get(key)
-            if value is None:
+            if key not in taken:
                 if var.trainable:
                     missing.append(key)
+                elif traced.mode == ModeKeys.TRAIN:
+                    missing_state.append(key)
                 else:
                     assigns.append((var, traced.initial.get(key)))
                 continue
+            value = values[taken[key]]
             if tuple(value.shape) != tuple(var.shape):
                 raise ValueError(
-                    f"Checkpoint {prefix!r} holds {key!r} with shape {tuple(value.shape)}, but "
-                    f"the model_fn's variable has shape {tuple(var.shape)}."
+                    f"Checkpoint {prefix!r} holds {taken[key]!r} with shape "
+                    f"{tuple(value.shape)}, but the model_fn's variable {key!r} has shape "
+                    f"{tuple(var.shape)}."
                 )
             assigns.append((var, value))
         if missing:
             raise ValueError(
                 f"Checkpoint {prefix!r} has no value for the trainable variables {missing} that "
                 f"model_fn made in mode {traced.mode!r}. The checkpoint holds: {sorted(values)}"
+            )
+        if missing_state:
+            unplaced = sorted(set(values) - set(taken.values()))
+            raise ValueError(
+                f"Checkpoint {prefix!r} cannot resume training: it has no value for the "
+                f"model_fn's state variables {missing_state} (optimizer slots and counters), "
+                "and training on would start them afresh. Values in the checkpoint that no "
+                f"variable takes: {unplaced}. If the optimizer changed, train in a new "
+                "model_dir and warm-start the weights from this one (warm_start_from)."
             )
         for var, value in assigns:
             if value is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from keratron.autodiff.primitive import suspend_tracing
 from keratron.autodiff.tensor import mark_written
 from keratron.estimator._tracing import mark_local
+from keratron.estimator.canned.optimizers import copy_optimizer
 from keratron.estimator.estimator import Estimator
 from keratron.estimator.mode_keys import ModeKeys
 from keratron.estimator.model_fn import EstimatorSpec
@@ -62,18 +63,25 @@ def _predictions(model, y_pred):
     return dict(zip(names, outs))
 
 
+def _under(path: str, scope: str) -> str:
+    return path[len(scope) + 1 :] if path.startswith(scope + "/") else path
+
+
 def _keras_model_fn(model):
     from keratron.models import clone_model
 
     compile_config = dict(model._compile_config or {})
     optimizer = model.optimizer
-    source_opt_values = {v.path: v for v in optimizer.variables} if optimizer.built else {}
+    # Keyed by the path under the optimizer's name: the copy is named afresh in the trace.
+    source_opt_values = (
+        {_under(v.path, optimizer.name): v for v in optimizer.variables} if optimizer.built else {}
+    )
 
     def model_fn(features, labels, mode):
         clone = clone_model(model)
         with suspend_tracing():
             clone.set_weights(model.get_weights())
-        opt = type(optimizer).from_config(optimizer.get_config())
+        opt = copy_optimizer(optimizer)
         clone.compile(
             optimizer=opt,
             loss=compile_config.get("loss"),
@@ -100,7 +108,7 @@ def _keras_model_fn(model):
         if source_opt_values:
             with suspend_tracing():
                 for v in opt.variables:
-                    src = source_opt_values.get(v.path)
+                    src = source_opt_values.get(_under(v.path, opt.name))
                     if src is not None and src.shape == v.shape:
                         v._value.copy_(src._value)
                         mark_written([v])

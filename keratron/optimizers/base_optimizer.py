@@ -47,6 +47,18 @@ def _auto_name(class_name: str) -> str:
     return base if uid == 0 else f"{base}_{uid}"
 
 
+def is_auto_name(name, class_name: str) -> bool:
+    """Whether `name` is one that auto-naming gives an optimizer of class `class_name`
+    ("adam", "adam_3"): its number counts the optimizers the process made before.
+
+    Example:
+        >>> is_auto_name("adam_2", "Adam"), is_auto_name("fine_tune", "Adam")
+        (True, False)
+    """
+    base = re.escape(_snake_case(class_name))
+    return isinstance(name, str) and re.fullmatch(rf"{base}(_\d+)?", name) is not None
+
+
 @contextlib.contextmanager
 def fresh_auto_names():
     """Optimizer auto-naming starts afresh inside the block (the first Adam is "adam" again)

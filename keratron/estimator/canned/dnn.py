@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from keratron import activations, layers
 from keratron.estimator.canned.head import SUM_OVER_BATCH_SIZE, Head
-from keratron.estimator.canned.optimizers import get_optimizer_instance
+from keratron.estimator.canned.optimizers import check_optimizer, get_optimizer_instance
 from keratron.estimator.estimator import Estimator
 from keratron.estimator.mode_keys import ModeKeys
 from keratron.feature_column.dense_features import DenseFeatures, normalize_feature_columns
@@ -103,7 +103,7 @@ class _DNN(Estimator):
         activation_fn = (
             activations.get(activation_fn) if activation_fn is not None else activations.relu
         )
-        get_optimizer_instance(optimizer, _LEARNING_RATE, what)  # validates early
+        check_optimizer(optimizer, _LEARNING_RATE, what)
 
         def model_fn(features, labels, mode, config):
             check_features(features, what)

@@ -7,7 +7,7 @@ import math
 from keratron import ops
 from keratron.estimator.canned.dnn import check_features
 from keratron.estimator.canned.head import SUM_OVER_BATCH_SIZE, Head
-from keratron.estimator.canned.optimizers import get_optimizer_instance
+from keratron.estimator.canned.optimizers import check_optimizer, get_optimizer_instance
 from keratron.estimator.estimator import Estimator
 from keratron.feature_column import CategoricalColumn, DenseColumn
 from keratron.feature_column.dense_features import fingerprint_strings, normalize_feature_columns
@@ -107,7 +107,7 @@ class _Linear(Estimator):
                 f"{sparse_combiner!r}"
             )
         lr = linear_learning_rate(len(columns))
-        get_optimizer_instance(optimizer, lr, what)
+        check_optimizer(optimizer, lr, what)
 
         def model_fn(features, labels, mode, config):
             check_features(features, what)
