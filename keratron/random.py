@@ -32,8 +32,9 @@ from keratron import config
 from keratron.autodiff.dtypes import is_float, is_int, standardize_dtype, to_torch_dtype
 from keratron.autodiff.primitive import Primitive
 from keratron.autodiff.tensor import Tensor, Variable
-from keratron.ops._core import as_tensor, canonical_axis, pair
 from keratron.ops.elementwise import add, cast, multiply, zeros_like_p
+from keratron.ops.image import install_sampler as _install_image_sampler
+from keratron.ops.utils import as_tensor, canonical_axis, pair
 
 __all__ = [
     "SeedGenerator",
@@ -771,3 +772,13 @@ def binomial(shape, counts, probabilities, dtype=None, seed=None):
     _check_broadcast("binomial", "counts", c, shape)
     _check_broadcast("binomial", "probabilities", p, shape)
     return binomial_p.bind(c, p, shape=shape, dtype=dtype, seed=_check_seed(seed, "binomial"))
+
+
+def _image_normal(shape, **kwargs):
+    # Resolves `normal` at each call, as the function-local import it replaces did, so that a
+    # substituted `keratron.random.normal` is what the image ops draw with.
+    return normal(shape, **kwargs)
+
+
+# ops.image's random image ops (`elastic_transform`) draw through these; ops sits below random.
+_install_image_sampler(check_seed=_check_seed, normal=_image_normal)

@@ -1,7 +1,11 @@
 """Feature columns (`tf.feature_column`): describe how raw features feed a model, and
 `DenseFeatures`, the layer that applies dense columns."""
 
-from keratron.feature_column._fingerprint import fingerprint
+from keratron.feature_column._fingerprint import (
+    fingerprint,
+    is_string_array,
+    strings_to_fingerprints,
+)
 from keratron.feature_column.dense_features import DenseFeatures
 from keratron.feature_column.feature_column import (
     BucketizedColumn,
@@ -38,5 +42,7 @@ __all__ = [
     "embedding_column",
     "fingerprint",
     "indicator_column",
+    "is_string_array",
     "numeric_column",
+    "strings_to_fingerprints",
 ]

@@ -19,9 +19,10 @@ import warnings
 
 import numpy as np
 
-from keratron import backend, ops
+from keratron import ops
 from keratron import random as kt_random
 from keratron.autodiff import tree
+from keratron.config import standardize_data_format
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.layer import who as _who
@@ -552,7 +553,7 @@ class SpatialDropout2D(_SpatialDropout):
 
     def __init__(self, rate, data_format=None, seed=None, name=None, dtype=None):
         super().__init__(rate, seed=seed, name=name, dtype=dtype)
-        self.data_format = backend.standardize_data_format(data_format)
+        self.data_format = standardize_data_format(data_format)
         self.input_spec = InputSpec(ndim=4)
 
     def _noise_shape(self, inputs):
@@ -658,7 +659,7 @@ class Flatten(Layer):
 
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
-        self.data_format = backend.standardize_data_format(data_format)
+        self.data_format = standardize_data_format(data_format)
         self.input_spec = InputSpec(min_ndim=1)
 
     def call(self, inputs):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from keratron import backend
 from keratron.autodiff.dtypes import standardize_dtype
+from keratron.config import floatx
 from keratron.layers.layer import Layer
 from keratron.layers.node import KerasTensor, Node
+from keratron.utils.naming import unique_object_name
 
 __all__ = ["InputLayer", "Input"]
 
@@ -29,7 +30,7 @@ class InputLayer(Layer):
             shape = kwargs.pop("input_shape")
         if "batch_input_shape" in kwargs:
             batch_shape = kwargs.pop("batch_input_shape")
-        super().__init__(name=name or backend.unique_object_name("input_layer"), **kwargs)
+        super().__init__(name=name or unique_object_name("input_layer"), **kwargs)
         if shape is not None and batch_shape is not None:
             raise ValueError(
                 "You cannot pass both `shape` and `batch_shape` at the same time. "
@@ -49,7 +50,7 @@ class InputLayer(Layer):
                 shape = (shape,)
             batch_shape = (batch_size,) + tuple(shape)
         self._batch_shape = tuple(batch_shape)
-        self._dtype = standardize_dtype(dtype) if dtype is not None else backend.floatx()
+        self._dtype = standardize_dtype(dtype) if dtype is not None else floatx()
         self.sparse = bool(sparse)
         self.optional = optional
         self.built = True

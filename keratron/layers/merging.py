@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 
-from keratron import backend, ops
+from keratron import ops
 from keratron.autodiff.tensor import convert_to_tensor
+from keratron.config import epsilon
 from keratron.layers.layer import Layer
 
 __all__ = [
@@ -373,7 +374,7 @@ class Concatenate(_Merge):
 
 def _l2_normalize(x, axis):
     # max(||x||, eps) written as sqrt(max(||x||^2, eps^2)): no infinite gradient at x = 0.
-    eps = backend.epsilon()
+    eps = epsilon()
     sq = ops.sum(ops.square(x), axis=axis, keepdims=True)
     return ops.multiply(x, ops.rsqrt(ops.maximum(sq, eps * eps)))
 

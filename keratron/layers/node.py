@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
-from keratron.backend import unique_object_name
+from keratron.utils.naming import unique_object_name
 
 
 class KerasTensor:

@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
-from keratron import backend, ops
+from keratron import ops
 from keratron.autodiff.tensor import Tensor, convert_to_tensor
+from keratron.config import epsilon, image_data_format
 from keratron.layers.layer import Layer
 
 __all__ = ["Rescaling", "Normalization"]
@@ -54,7 +55,7 @@ class Rescaling(Layer):
         dtype = self.compute_dtype
         scale = convert_to_tensor(np.asarray(self.scale), dtype=dtype, device=inputs.device)
         offset = convert_to_tensor(np.asarray(self.offset), dtype=dtype, device=inputs.device)
-        if scale.ndim > 0 and backend.image_data_format() == "channels_first":
+        if scale.ndim > 0 and image_data_format() == "channels_first":
             # Per-channel scales of (batch, C, H, W) images sit on axis 1, not the last one.
             scale = ops.reshape(scale, scale.shape + (1,) * (3 - scale.ndim))
         return ops.add(ops.multiply(ops.cast(inputs, dtype), scale), offset)
@@ -292,7 +293,7 @@ class Normalization(Layer):
         mean, variance = self._statistics()
         if mean.device != inputs.device:
             mean, variance = (convert_to_tensor(t, device=inputs.device) for t in (mean, variance))
-        std = ops.maximum(ops.sqrt(variance), backend.epsilon())
+        std = ops.maximum(ops.sqrt(variance), epsilon())
         if self.invert:
             return ops.add(mean, ops.multiply(inputs, std))
         return ops.divide(ops.subtract(inputs, mean), std)

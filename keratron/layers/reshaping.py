@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from keratron import backend, ops
+from keratron import ops
 from keratron.autodiff.tensor import convert_to_tensor
+from keratron.config import standardize_data_format
 from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.layer import int_tuple as _int_tuple
 from keratron.layers.layer import who as _who
@@ -58,7 +59,7 @@ class ZeroPadding1D(Layer):
     def __init__(self, padding=1, data_format=None, **kwargs):
         padding = _int_tuple(padding, 2, "padding", _who("ZeroPadding1D", kwargs), allow_zero=True)
         super().__init__(**kwargs)
-        self.data_format = backend.standardize_data_format(data_format)
+        self.data_format = standardize_data_format(data_format)
         self.padding = padding
         self.input_spec = InputSpec(ndim=3)
 
@@ -93,7 +94,7 @@ class ZeroPadding2D(Layer):
     def __init__(self, padding=(1, 1), data_format=None, **kwargs):
         padding = _pairs_2d(padding, "padding", _who("ZeroPadding2D", kwargs))
         super().__init__(**kwargs)
-        self.data_format = backend.standardize_data_format(data_format)
+        self.data_format = standardize_data_format(data_format)
         self.padding = padding
         self.input_spec = InputSpec(ndim=4)
 
@@ -183,7 +184,7 @@ class Cropping2D(Layer):
     def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
         cropping = _pairs_2d(cropping, "cropping", _who("Cropping2D", kwargs))
         super().__init__(**kwargs)
-        self.data_format = backend.standardize_data_format(data_format)
+        self.data_format = standardize_data_format(data_format)
         self.cropping = cropping
         self.input_spec = InputSpec(ndim=4)
 
@@ -282,7 +283,7 @@ class UpSampling2D(Layer):
                 f"Received: interpolation={interpolation!r}"
             )
         super().__init__(**kwargs)
-        self.data_format = backend.standardize_data_format(data_format)
+        self.data_format = standardize_data_format(data_format)
         self.size = size
         self.interpolation = interpolation.lower()
         self.input_spec = InputSpec(ndim=4)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import inspect
 
 from keratron.losses import losses as _losses
-from keratron.losses._serialization import deserialize_object, serialize_object
-from keratron.losses.loss import Loss, reduce_weighted_values
+from keratron.losses.loss import Loss, binary_or_sparse, reduce_weighted_values
 from keratron.losses.losses import *  # noqa: F403
 from keratron.losses.losses import (
     BinaryCrossentropy,
@@ -50,6 +49,7 @@ from keratron.losses.losses import (
     squared_hinge,
     tversky,
 )
+from keratron.losses.serialization import deserialize_object, serialize_object
 
 # Keras 3's short names, plus the tf.keras 2 spellings still found in saved training
 # configs ("logcosh", "kullback_leibler_divergence").
@@ -222,20 +222,9 @@ def resolve_loss(identifier, y_true_shape, y_pred_shape):
         return None
     if str(identifier).lower() not in ("crossentropy", "ce"):
         return get(identifier)
-    is_binary, is_sparse = _binary_or_sparse(y_true_shape, y_pred_shape)
+    is_binary, is_sparse = binary_or_sparse(y_true_shape, y_pred_shape)
     if is_binary:
         return binary_crossentropy
     if is_sparse:
         return sparse_categorical_crossentropy
     return categorical_crossentropy
-
-
-def _binary_or_sparse(y_true_shape, y_pred_shape):
-    y_true_shape, y_pred_shape = tuple(y_true_shape), tuple(y_pred_shape)
-    t_last = y_true_shape[-1] if y_true_shape else None
-    p_last = y_pred_shape[-1] if y_pred_shape else None
-    is_binary = p_last == 1
-    is_sparse = len(y_true_shape) < len(y_pred_shape) or (
-        t_last == 1 and p_last is not None and p_last > 1
-    )
-    return is_binary, is_sparse

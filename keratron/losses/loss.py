@@ -15,10 +15,11 @@ from keratron import config, ops
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.tensor import Tensor, convert_to_tensor
-from keratron.backend import to_snake_case, unique_object_name
+from keratron.utils.naming import to_snake_case, unique_object_name
 
 __all__ = [
     "Loss",
+    "binary_or_sparse",
     "reduce_values",
     "reduce_weighted_values",
     "squeeze_or_expand_to_same_rank",
@@ -99,6 +100,27 @@ def squeeze_or_expand_to_same_rank(x1, x2, expand_rank_1: bool = True):
         else:
             x2 = ops.squeeze(x2, -1)
     return x1, x2
+
+
+def binary_or_sparse(y_true_shape, y_pred_shape) -> tuple[bool, bool]:
+    """(is_binary, is_sparse) for labels and predictions of these shapes, as Keras's trainer
+    reads them to resolve "crossentropy" and "accuracy".
+
+    A last prediction dimension of 1 is binary; labels of lower rank, or with a last dimension
+    of 1 against several classes, are sparse.
+
+    Example:
+        >>> binary_or_sparse((8,), (8, 10))
+        (False, True)
+    """
+    y_true_shape, y_pred_shape = tuple(y_true_shape), tuple(y_pred_shape)
+    t_last = y_true_shape[-1] if y_true_shape else None
+    p_last = y_pred_shape[-1] if y_pred_shape else None
+    is_binary = p_last == 1
+    is_sparse = len(y_true_shape) < len(y_pred_shape) or (
+        t_last == 1 and p_last is not None and p_last > 1
+    )
+    return is_binary, is_sparse
 
 
 def _num_elements(shape) -> int:

@@ -17,8 +17,8 @@ from keratron.losses.loss import (
     set_loss_mask,
     squeeze_or_expand_to_same_rank,
 )
-from keratron.ops._core import as_tensor, canonical_axis
 from keratron.ops.elementwise import sigmoid_p
+from keratron.ops.utils import as_tensor, canonical_axis
 
 __all__ = [
     "LossFunctionWrapper",
@@ -77,7 +77,11 @@ def _pred_true(y_true, y_pred, squeeze=True):
     return y_true, y_pred
 
 
-def _l2_normalize(x, axis):
+def l2_normalize(x, axis):
+    """`x` divided by its L2 norm along `axis` (the norm floored at `keratron.config.epsilon()`).
+
+    Shared by `cosine_similarity` and the `CosineSimilarity` metric.
+    """
     # x * rsqrt(sum(x^2)) with the inverse norm capped at 1/epsilon: zero vectors map to zero
     # instead of NaN (Keras's normalize does the same).
     inv = ops.rsqrt(ops.sum(ops.square(x), axis=axis, keepdims=True))
@@ -172,8 +176,8 @@ def cosine_similarity(y_true, y_pred, axis=-1):
         -1.0
     """
     y_true, y_pred = _pred_true(y_true, y_pred)
-    y_pred = _l2_normalize(y_pred, axis)
-    y_true = _l2_normalize(y_true, axis)
+    y_pred = l2_normalize(y_pred, axis)
+    y_true = l2_normalize(y_true, axis)
     return ops.negative(ops.sum(ops.multiply(y_true, y_pred), axis=axis))
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from keratron.losses import _binary_or_sparse
-from keratron.losses._serialization import deserialize_object, serialize_object
-from keratron.losses.loss import to_snake_case
+from keratron.losses.loss import binary_or_sparse
 from keratron.losses.losses import (
     binary_crossentropy,
     binary_focal_crossentropy,
@@ -26,6 +24,7 @@ from keratron.losses.losses import (
     sparse_categorical_crossentropy,
     squared_hinge,
 )
+from keratron.losses.serialization import deserialize_object, serialize_object
 from keratron.metrics.accuracy_metrics import (
     Accuracy,
     BinaryAccuracy,
@@ -77,6 +76,7 @@ from keratron.metrics.regression_metrics import (
     RootMeanSquaredError,
     cosine_similarity,
 )
+from keratron.utils.naming import to_snake_case
 
 # tf.keras 2 / Keras legacy short names of the metric functions.
 mse = MSE = mean_squared_error
@@ -302,7 +302,7 @@ def resolve_accuracy(identifier, loss=None, y_true_shape=None, y_pred_shape=None
             "resolve_accuracy: `y_true_shape` and `y_pred_shape` are needed to choose the "
             f"accuracy. Received: y_true_shape={y_true_shape}, y_pred_shape={y_pred_shape}"
         )
-    is_binary, is_sparse = _binary_or_sparse(y_true_shape, y_pred_shape)
+    is_binary, is_sparse = binary_or_sparse(y_true_shape, y_pred_shape)
     name = str(identifier)
     if is_binary or (loss is not None and _is_binary_crossentropy(loss)):
         return BinaryAccuracy(name=name)

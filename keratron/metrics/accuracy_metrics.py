@@ -5,7 +5,7 @@ from __future__ import annotations
 from keratron import config, ops
 from keratron.losses.loss import squeeze_or_expand_to_same_rank
 from keratron.metrics.reduction_metrics import MeanMetricWrapper
-from keratron.ops._core import as_tensor
+from keratron.ops.utils import as_tensor
 
 __all__ = [
     "Accuracy",

@@ -16,7 +16,7 @@ from keratron.metrics.metrics_utils import (
     update_confusion_matrix_variables,
 )
 from keratron.metrics.reduction_metrics import snapshot
-from keratron.ops._core import as_tensor
+from keratron.ops.utils import as_tensor
 
 __all__ = [
     "TruePositives",

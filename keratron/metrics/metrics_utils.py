@@ -18,7 +18,7 @@ import torch
 from keratron import config
 from keratron.autodiff.function import is_tracing, record_effect
 from keratron.autodiff.tensor import mark_written
-from keratron.ops._core import as_tensor
+from keratron.ops.utils import as_tensor
 
 # Predictions outside the top k are pushed below every threshold.
 NEG_INF = -1e10

@@ -6,7 +6,7 @@ from keratron import ops
 from keratron.autodiff.tensor import Tensor  # noqa: F401  (annotation)
 from keratron.losses.loss import apply_mask, get_loss_mask, squeeze_or_expand_to_same_rank
 from keratron.metrics.metric import Metric
-from keratron.ops._core import as_tensor
+from keratron.ops.utils import as_tensor
 
 __all__ = ["Sum", "Mean", "MeanMetricWrapper", "reduce_to_samplewise_values"]
 

@@ -8,7 +8,7 @@ from keratron import ops
 from keratron.autodiff.function import is_tracing
 from keratron.losses.loss import squeeze_or_expand_to_same_rank
 from keratron.losses.losses import (
-    _l2_normalize,
+    l2_normalize,
     log_cosh,
     mean_absolute_error,
     mean_absolute_percentage_error,
@@ -17,7 +17,7 @@ from keratron.losses.losses import (
 )
 from keratron.metrics.metric import Metric
 from keratron.metrics.reduction_metrics import Mean, MeanMetricWrapper
-from keratron.ops._core import as_tensor
+from keratron.ops.utils import as_tensor
 
 __all__ = [
     "MeanSquaredError",
@@ -43,9 +43,7 @@ def cosine_similarity(y_true, y_pred, axis=-1):
     y_pred = as_tensor(y_pred)
     y_true = ops.cast(as_tensor(y_true), y_pred.dtype)
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
-    return ops.sum(
-        ops.multiply(_l2_normalize(y_true, axis), _l2_normalize(y_pred, axis)), axis=axis
-    )
+    return ops.sum(ops.multiply(l2_normalize(y_true, axis), l2_normalize(y_pred, axis)), axis=axis)
 
 
 class _ErrorMean(MeanMetricWrapper):

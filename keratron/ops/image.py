@@ -80,6 +80,30 @@ __all__ = [
     "elastic_transform",
 ]
 
+# Sampling lives in keratron.random, a layer above ops (ARCHITECTURE decision 1): it installs
+# its seed check and normal draw here when imported, as ops installs the gradient engine's
+# primitives; `import keratron` imports it, so both are in place before any call.
+_sampler: dict = {}
+
+
+def install_sampler(*, check_seed, normal) -> None:
+    """Installs what the random image ops (`elastic_transform`) draw with.
+
+    Args:
+        check_seed: `check_seed(seed, op)` validates an int / SeedGenerator / None seed and
+            returns it, raising `ValueError` naming `op` otherwise.
+        normal: `normal(shape, stddev=, dtype=, seed=)` draws normal noise.
+    """
+    _sampler.update(check_seed=check_seed, normal=normal)
+
+
+def _sampling(name: str):
+    if name not in _sampler:
+        raise RuntimeError(
+            "keratron.ops.image: the random image ops need keratron.random; `import keratron`."
+        )
+    return _sampler[name]
+
 
 def _to_last(x: Tensor, fmt: str, batched: bool) -> Tensor:
     if not batched:
@@ -1056,9 +1080,6 @@ def elastic_transform(
         >>> keratron.ops.image.elastic_transform(x, alpha=10.0, sigma=3.0, seed=1).shape
         (2, 32, 32, 3)
     """
-    # keratron.random is built on keratron.ops, so it can only be imported once ops exists.
-    from keratron import random
-
     op = "elastic_transform"
     if interpolation not in _AFFINE_METHODS:
         raise ValueError(
@@ -1074,7 +1095,7 @@ def elastic_transform(
     alpha, sigma = _real(alpha, "alpha"), _real(sigma, "sigma")
     if not sigma > 0:  # also rejects NaN; sigma = 0 would make the Gaussian 0 / 0
         raise ValueError(f"{op}: argument `sigma` must be positive. Received: sigma={sigma}")
-    seed = random._check_seed(seed, op)
+    seed = _sampling("check_seed")(seed, op)
     dtype = x.dtype
     xf = _float(x)
     if xf.dtype in ("float16", "bfloat16"):
@@ -1085,7 +1106,7 @@ def elastic_transform(
     # Both fields come from one draw: an int seed repeats its values on every draw, so two
     # draws would make the row and column displacements equal.
     with config.device(str(_home(xf))):
-        noise = random.normal((2 * b, h, w, 1), stddev=sigma, dtype=xf.dtype, seed=seed)
+        noise = _sampling("normal")((2 * b, h, w, 1), stddev=sigma, dtype=xf.dtype, seed=seed)
     # The 2-D Gaussian is separable: two 1-D passes equal the k x k kernel (zero padding
     # included) at 2k instead of k**2 multiply-adds per pixel.
     k = int(6 * sigma) | 1

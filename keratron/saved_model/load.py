@@ -161,7 +161,7 @@ class Signature:
 
     def _convert(self, name, value):
         slot, shape, dtype, strings = self._program.inputs[name]
-        from keratron.feature_column._fingerprint import is_string_array, strings_to_fingerprints
+        from keratron.feature_column import is_string_array, strings_to_fingerprints
 
         if strings:
             if not is_string_array(value):
