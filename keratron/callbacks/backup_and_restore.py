@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 
 from keratron.callbacks.callback import Callback
 from keratron.utils.io_utils import atomic_write
 
 __all__ = ["BackupAndRestore"]
+
+
+class _UnplacedOptimizerState(ValueError):
+    """The backup holds optimizer state that the model's optimizer cannot take."""
 
 
 def _copy_atomic(src, dst) -> None:
@@ -24,7 +29,9 @@ class BackupAndRestore(Callback):
     The backup is `latest.weights.h5` (Keras 3 layout, with the optimizer's variables) and
     `training_metadata.json` (`{"epoch": ..., "batch": ...}`), the files Keras writes. Every
     write is crash-safe, so a process killed while backing up leaves the previous backup
-    readable. Training resumes at the start of the epoch after the last backed-up one.
+    readable. Training resumes at the start of the epoch after the last backed-up one; a
+    backup whose optimizer state the model's optimizer cannot take raises a `ValueError`
+    instead of resuming with a fresh optimizer (Keras warns and trains on).
 
     Args:
         backup_dir: directory for the backup files (not shared between runs).
@@ -66,6 +73,8 @@ class BackupAndRestore(Callback):
     def on_train_begin(self, logs=None):
         try:
             self._load_model()
+        except _UnplacedOptimizerState:
+            raise  # the file is readable: the previous backup would not fit either
         except (OSError, ValueError):
             # The latest backup cannot be read: fall back to the previous one, if kept.
             if not os.path.exists(self._prev_weights_path):
@@ -85,22 +94,49 @@ class BackupAndRestore(Callback):
                 f"`fit()`. Model {model} is unbuilt. You can build it beforehand by calling it "
                 "on a batch of data."
             )
+        metadata = self._read_metadata()
         if os.path.exists(self._weights_path):
             optimizer = getattr(model, "optimizer", None)
             if optimizer is not None and not optimizer.built:
                 optimizer.build(model.trainable_variables)
-            model.load_weights(self._weights_path)
-        if os.path.exists(self._training_metadata_path):
-            with open(self._training_metadata_path) as f:
-                try:
-                    metadata = json.loads(f.read())
-                except json.JSONDecodeError as e:
-                    raise ValueError(
-                        f"BackupAndRestore: '{self._training_metadata_path}' is not valid JSON "
-                        f"({e})."
-                    ) from None
+            self._load_weights(model)
+        if metadata is not None:
             model._initial_epoch = metadata["epoch"]
             self._current_epoch = metadata["epoch"]
+
+    def _read_metadata(self):
+        if not os.path.exists(self._training_metadata_path):
+            return None
+        with open(self._training_metadata_path) as f:
+            try:
+                return json.loads(f.read())
+            except json.JSONDecodeError as e:
+                raise ValueError(
+                    f"BackupAndRestore: '{self._training_metadata_path}' is not valid JSON ({e})."
+                ) from None
+
+    def _unplaced(self, optimizer, why):
+        return _UnplacedOptimizerState(
+            f"BackupAndRestore: the backup '{self._weights_path}' holds optimizer state that "
+            f"the model's optimizer '{optimizer.name}' cannot take ({why}). Resuming would "
+            "train on with a freshly initialized optimizer. Compile the model with the "
+            f"optimizer the backup was made with, or delete '{self.backup_dir}' to start over."
+        )
+
+    def _load_weights(self, model):
+        # Keras warns and trains on with a fresh optimizer when the saved optimizer state does
+        # not fit; resuming training is what this callback is for, so here that is an error,
+        # and the weights the loader did assign are put back: nothing is half-restored.
+        before = model.get_weights()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.load_weights(self._weights_path)
+        for w in caught:
+            if str(w.message).startswith("Skipping variable loading for optimizer"):
+                model.set_weights(before)
+                raise self._unplaced(model.optimizer, w.message)
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=4)
 
     def on_epoch_end(self, epoch, logs=None):
         self._current_epoch = epoch + 1
