@@ -684,8 +684,22 @@ class Layer:
             self._maybe_build(args, kwargs)
         else:
             _check_input_spec(self.input_spec, args[0] if args else kwargs.get("inputs"), self.name)
-        outputs = self.compute_output_spec(*args, **kwargs)
+        # The input's mask reaches `call(..., mask=...)` while the graph is built, as it does
+        # when the model runs; it is not an input of the node (at run time it travels on the
+        # tensors again).
+        first = args[0] if args else kwargs.get("inputs")
+        prev_mask = _mask_of(first)
+        call_kwargs = kwargs
+        if "mask" in self._call_params and kwargs.get("mask") is None and prev_mask is not None:
+            call_kwargs = {**kwargs, "mask": prev_mask}
+        outputs = self.compute_output_spec(*args, **call_kwargs)
         Node(self, args, kwargs, outputs)
+        out_mask = _symbolic_output_mask(self, first, call_kwargs.get("mask", prev_mask))
+        if out_mask is not None:
+            flat_outputs = tree.flatten(outputs)
+            for o, m in zip(flat_outputs, tree.flatten(out_mask) * len(flat_outputs)):
+                if isinstance(o, KerasTensor) and isinstance(m, KerasTensor):
+                    o._keras_mask = m
         return outputs
 
     # ----------------------------------------------------------------------- graph info
@@ -764,12 +778,48 @@ def _shapes_of(x):
 
 
 def _mask_of(x):
+    """The mask a (symbolic) input tensor carries, or the list of masks of a list of them."""
+    kinds = (Tensor, KerasTensor)
     if isinstance(x, (list, tuple)):
-        masks = [getattr(t, "_keras_mask", None) if isinstance(t, Tensor) else None for t in x]
+        masks = [getattr(t, "_keras_mask", None) if isinstance(t, kinds) else None for t in x]
         return masks if any(m is not None for m in masks) else None
-    if isinstance(x, Tensor):
+    if isinstance(x, kinds):
         return getattr(x, "_keras_mask", None)
     return None
+
+
+def _symbolic_output_mask(layer, inputs, mask):
+    """The KerasTensor(s) of the mask `layer.compute_mask` gives for symbolic `inputs`.
+
+    `compute_mask` runs on small tensors of ones in place of the KerasTensors (twice, with
+    different sizes, when a dimension is unknown), so that no op records a node."""
+    if mask is None and type(layer).compute_mask is Layer.compute_mask:
+        return None
+    if type(layer).compute_mask is Layer.compute_mask:
+        return mask if layer.supports_masking else None
+    from keratron.autodiff.dtypes import to_torch_dtype
+
+    def run(size):
+        def conv(x):
+            if isinstance(x, KerasTensor):
+                shape = tuple(size if d is None else d for d in x.shape)
+                return Tensor(torch.ones(shape, dtype=to_torch_dtype(x.dtype)))
+            return x
+
+        return layer.compute_mask(tree.map_structure(conv, inputs), tree.map_structure(conv, mask))
+
+    runs = [run(2), run(3)]
+
+    def to_spec(a, b):
+        if not isinstance(a, Tensor):
+            return None
+        shape = tuple(None if da != db else da for da, db in zip(a.shape, b.shape))
+        return KerasTensor(shape, a.dtype, record_history=False)
+
+    try:
+        return tree.map_structure(to_spec, *runs)
+    except (TypeError, ValueError):
+        return None
 
 
 def _run_filled(layer, args, kwargs, fill):
