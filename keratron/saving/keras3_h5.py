@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
-from keratron.saving.legacy_h5 import WeightFileError
+from keratron.saving.legacy_h5 import (
+    WeightFileError,
+    create_weight_dataset,
+    fixed_string,
+    read_values,
+    stored_value,
+)
 
 __all__ = ["iter_saveables", "write_weights", "read_weights"]
 
@@ -164,10 +168,9 @@ def write_weights(h5file, model) -> None:
         group = h5file.create_group(_join(path, "vars"))
         name = getattr(obj, "name", None)
         if isinstance(name, str):
-            group.attrs["name"] = name
+            group.attrs["name"] = fixed_string(name)
         for i, variable in enumerate(own_variables(obj)):
-            value = variable.numpy()
-            group.create_dataset(str(i), data=value)
+            create_weight_dataset(group, str(i), variable.numpy())
 
 
 def _vars_group(h5file, path):
@@ -205,27 +208,15 @@ def _read_vars(group, filepath, path) -> list:
                 f"Weights file '{filepath}': '{path}/vars' should hold datasets named 0..."
                 f"{len(group.keys()) - 1}, but '{key}' is missing."
             )
-        if dataset.dtype.kind == "O":
-            raise WeightFileError(
-                f"Weights file '{filepath}': '{path}/vars/{key}' holds Python objects, which "
-                "are not loaded (they would need pickle)."
-            )
-        value = np.asarray(dataset[()])
-        if dataset.attrs.get("dtype") == "bfloat16":
-            value = _bfloat16_to_float32(value)
-        values.append(value)
+        bfloat16 = dataset.attrs.get("dtype") == "bfloat16"
+        values.append(stored_value(dataset, filepath, f"'{path}/vars/{key}'", bfloat16))
     return values
-
-
-def _bfloat16_to_float32(value: np.ndarray) -> np.ndarray:
-    # Keras writes bfloat16 through ml_dtypes; the stored bits are the top half of a float32.
-    raw = np.ascontiguousarray(value).view(np.uint16).astype(np.uint32) << 16
-    return raw.view(np.float32)
 
 
 def read_weights(h5file, model, filepath, skip_mismatch=False) -> list:
     """Reads and checks the variables of `model` (and its optimizer) from a Keras 3 layout
-    file; returns the `(variable, value)` pairs to assign without assigning anything.
+    file; returns the `(variable, array)` pairs to assign without assigning anything. Every
+    dataset's declared shape and type are checked before any data is read.
 
     Raises:
         ValueError: naming every object whose variables are missing or do not match, unless
@@ -273,7 +264,7 @@ def read_weights(h5file, model, filepath, skip_mismatch=False) -> list:
         if not skip_mismatch:
             raise ValueError(message)
         warnings.warn(message, stacklevel=3)
-    return assignments
+    return read_values(assignments)
 
 
 def _optimizer_pairs(model, optimizer, values, label):

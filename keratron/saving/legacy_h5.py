@@ -25,6 +25,11 @@ __all__ = [
     "HDF5_OBJECT_HEADER_LIMIT",
     "KERAS_VERSION",
     "BACKEND_NAME",
+    "WeightFileError",
+    "StoredValue",
+    "fixed_string",
+    "stored_value",
+    "read_values",
     "save_attributes_to_hdf5_group",
     "load_attributes_from_hdf5_group",
     "legacy_weights",
@@ -59,7 +64,10 @@ def save_attributes_to_hdf5_group(group, name: str, data) -> None:
             "The following attributes cannot be saved to HDF5 file because they are larger "
             f"than {HDF5_OBJECT_HEADER_LIMIT} bytes: {too_long}"
         )
-    array = np.asarray(data)
+    # Fixed-length strings: HDF5 reads variable-length string attributes through its global
+    # heap, which a corrupted file can send into an endless loop; Keras 3 and tf.keras read
+    # both kinds the same.
+    array = np.array(list(data), dtype="S")
     num_chunks = 1
     chunks = np.array_split(array, num_chunks)
     while any(c.nbytes > HDF5_OBJECT_HEADER_LIMIT for c in chunks):
@@ -69,7 +77,14 @@ def save_attributes_to_hdf5_group(group, name: str, data) -> None:
         for i, chunk in enumerate(chunks):
             group.attrs[f"{name}{i}"] = chunk
     else:
-        group.attrs[name] = data
+        group.attrs[name] = array
+
+
+def fixed_string(text: str):
+    """`text` as a fixed-length HDF5 string (what `attrs[...]` stores for `np.bytes_`); texts
+    too long for an object header stay variable-length, as Keras writes them."""
+    data = text.encode("utf8")
+    return np.bytes_(data) if len(data) <= HDF5_OBJECT_HEADER_LIMIT else data
 
 
 def _decode(values) -> list:
@@ -137,22 +152,27 @@ def weight_names(layer, weights=None, prefix=(), suffix: str = ":0") -> list:
     return names
 
 
+def create_weight_dataset(group, name: str, value: np.ndarray) -> None:
+    """Stores one weight. Non-empty arrays get a Fletcher-32 checksum per chunk, so a flipped
+    bit fails the read instead of loading a wrong value (tf.keras and Keras 3 read them);
+    HDF5 cannot chunk scalars or empty arrays, which are stored plain."""
+    value = np.asarray(value)
+    checksum = value.ndim > 0 and value.size > 0
+    group.create_dataset(name, data=value, fletcher32=checksum)
+
+
 def _write_values(group, names, values) -> None:
     save_attributes_to_hdf5_group(group, "weight_names", [n.encode("utf8") for n in names])
     for name, value in zip(names, values):
-        dataset = group.create_dataset(name, value.shape, dtype=value.dtype)
-        if value.shape:
-            dataset[:] = value
-        else:
-            dataset[()] = value
+        create_weight_dataset(group, name, value)
 
 
 def save_weights_to_hdf5_group(group, model) -> None:
     """Writes `model`'s weights into `group` in the tf.keras 2 layout."""
     layers = list(model.layers)
     save_attributes_to_hdf5_group(group, "layer_names", [x.name.encode("utf8") for x in layers])
-    group.attrs["backend"] = BACKEND_NAME.encode("utf8")
-    group.attrs["keras_version"] = KERAS_VERSION.encode("utf8")
+    group.attrs["backend"] = fixed_string(BACKEND_NAME)
+    group.attrs["keras_version"] = fixed_string(KERAS_VERSION)
     # A Sequential or subclassed model builds its layers under its own name; a Functional
     # model's layers are built before the model exists.
     prefix = [] if _is_functional(model) else [model.name]
@@ -172,8 +192,79 @@ def save_weights_to_hdf5_group(group, model) -> None:
     )
 
 
+class StoredValue:
+    """A checked dataset, read only once everything in the file has been matched to the
+    model: the shape is the dataset's declared one, `read()` returns the array."""
+
+    def __init__(self, dataset, where: str, bfloat16: bool = False):
+        self.dataset = dataset
+        self.where = where
+        self.shape = tuple(dataset.shape)
+        self.bfloat16 = bfloat16
+
+    def read(self) -> np.ndarray:
+        value = np.asarray(self.dataset[()])
+        if value.shape != self.shape:
+            raise WeightFileError(f"{self.where} declares shape {self.shape}, read {value.shape}.")
+        if self.bfloat16:
+            # Keras writes bfloat16 through ml_dtypes: the stored bits are a float32's top half.
+            raw = np.ascontiguousarray(value).view(np.uint16).astype(np.uint32) << 16
+            value = raw.view(np.float32)
+        return value
+
+
+def _file_size(dataset) -> int | None:
+    try:
+        return int(dataset.file.id.get_filesize())
+    except Exception:  # a driver that cannot tell
+        return None
+
+
+def stored_value(dataset, filepath, where: str, bfloat16: bool = False) -> StoredValue:
+    """Checks what a dataset declares (its type, where its data lives, how much is stored)
+    without reading its data.
+
+    Raises:
+        WeightFileError: for anything but a plain float, int, uint or bool array stored in the
+            file itself, or one that claims more stored bytes than the file has.
+    """
+    label = f"Weights file '{filepath}': {where}"
+    dtype = dataset.dtype
+    if dtype.kind == "O":
+        raise WeightFileError(
+            f"{label} holds Python objects, which are not loaded (they would need pickle)."
+        )
+    if dtype.kind not in "fiub" or dtype.fields is not None or dtype.subdtype is not None:
+        raise WeightFileError(
+            f"{label} has dtype {dtype}; weights are stored as float, int, uint or bool arrays."
+        )
+    if dtype.itemsize > 8:
+        raise WeightFileError(f"{label} has dtype {dtype}, wider than 64 bits.")
+    if dataset.shape is None:
+        raise WeightFileError(f"{label} has no dataspace (an empty HDF5 dataset).")
+    if dataset.is_virtual or dataset.external:
+        raise WeightFileError(
+            f"{label} keeps its data outside the file (a virtual or external dataset), which "
+            "weight files may not do."
+        )
+    file_size = _file_size(dataset)
+    stored = int(dataset.id.get_storage_size())
+    if file_size is not None and stored > file_size:
+        raise WeightFileError(
+            f"{label} claims {stored} stored bytes in a file of {file_size} bytes (the file is "
+            "truncated or corrupted)."
+        )
+    return StoredValue(dataset, f"{label}", bfloat16)
+
+
+def read_values(pairs) -> list:
+    """`(variable, array)` for each `(variable, StoredValue)`: the data is read here, after
+    every declared shape and type has been checked."""
+    return [(variable, value.read()) for variable, value in pairs]
+
+
 def _read_group_values(group, filepath, where) -> list:
-    """The arrays listed in a group's `weight_names`, in that order."""
+    """The checked datasets listed in a group's `weight_names`, in that order (not read)."""
     import h5py
 
     names = load_attributes_from_hdf5_group(group, "weight_names")
@@ -191,12 +282,7 @@ def _read_group_values(group, filepath, where) -> list:
                 f"Weights file '{filepath}': {where} lists weight '{name}' but the file has no "
                 "dataset of that name (the file is incomplete or not a Keras weights file)."
             )
-        if dataset.dtype.kind == "O":
-            raise WeightFileError(
-                f"Weights file '{filepath}': weight '{name}' in {where} holds Python objects, "
-                "which are not loaded (they would need pickle)."
-            )
-        values.append(np.asarray(dataset[()]))
+        values.append(stored_value(dataset, filepath, f"weight '{name}' in {where}"))
     return values
 
 
@@ -222,8 +308,9 @@ def load_weights_from_hdf5_group(
 ) -> list:
     """Reads and checks the weights of `model` from a tf.keras 2 layout group.
 
-    Returns the list of `(variable, value)` pairs to assign; nothing is assigned here, so a
-    failure leaves the model unchanged.
+    Every dataset's declared shape and type are checked before any data is read. Returns the
+    list of `(variable, array)` pairs to assign; nothing is assigned here, so a failure leaves
+    the model unchanged.
 
     Raises:
         ValueError: on a layer-count, weight-count or shape mismatch (Keras's wording).
@@ -251,7 +338,7 @@ def load_weights_from_hdf5_group(
     if by_name:
         _match_by_name(model, layer_names, saved, skip_mismatch, assignments)
     else:
-        _match_by_order(model, layer_names, saved, skip_mismatch, assignments)
+        _match_by_order(model, layer_names, saved, skip_mismatch, assignments, filepath)
     if top_values is not None:
         top = [v for v in _own_variables(model) if any(v is w for w in model.weights)]
         if len(top_values) != len(top):
@@ -265,16 +352,18 @@ def load_weights_from_hdf5_group(
             warnings.warn(message, stacklevel=3)
         else:
             _check_shapes(zip(top, top_values), "top-level model", skip_mismatch, assignments)
-    return assignments
+    return read_values(assignments)
 
 
-def _match_by_order(model, layer_names, saved, skip_mismatch, assignments) -> None:
+def _match_by_order(model, layer_names, saved, skip_mismatch, assignments, filepath) -> None:
     layers = [x for x in model.layers if legacy_weights(x)]
     names = [n for n in layer_names if saved[n]]
     if len(names) != len(layers):
         raise ValueError(
             "Layer count mismatch when loading weights from file. "
-            f"Model expected {len(layers)} layers, found {len(names)} saved layers."
+            f"Model expected {len(layers)} layers, found {len(names)} saved layers. "
+            f"File '{filepath}'; layers with weights in the model: "
+            f"{[x.name for x in layers]}, in the file: {names}."
         )
     for k, (name, layer) in enumerate(zip(names, layers)):
         weights = legacy_weights(layer)
@@ -338,7 +427,8 @@ def save_optimizer_weights_to_hdf5_group(group, optimizer) -> None:
 
 
 def load_optimizer_weights_from_hdf5_group(group, filepath) -> tuple[list, list]:
-    """`(names, values)` of the saved optimizer variables."""
+    """`(names, values)` of the saved optimizer variables; the values are checked
+    `StoredValue`s, read by `read_values` once they are matched."""
     weights_group = group["optimizer_weights"]
     names = load_attributes_from_hdf5_group(weights_group, "weight_names")
     return names, _read_group_values(weights_group, filepath, "'optimizer_weights'")

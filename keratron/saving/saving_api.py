@@ -68,9 +68,26 @@ def _check_model(model, what):
         raise TypeError(f"{what} expects a keratron Model. Received: {type(model).__name__}")
 
 
+def _numpy_dtype(variable):
+    try:
+        return np.dtype(str(variable.dtype))
+    except TypeError:  # bfloat16 has no numpy dtype: torch casts from float32
+        return np.dtype("float32")
+
+
 def _assign(assignments) -> None:
-    for variable, value in assignments:
-        variable.assign(value)
+    """Assigns `(variable, array)` pairs all or nothing: every value is converted to its
+    variable's dtype first, and a failing assignment restores the variables already written."""
+    converted = [(v, np.asarray(x).astype(_numpy_dtype(v), copy=False)) for v, x in assignments]
+    done: list = []
+    try:
+        for variable, value in converted:
+            done.append((variable, variable.numpy()))
+            variable.assign(value)
+    except BaseException:
+        for variable, previous in reversed(done):
+            variable.assign(previous)
+        raise
 
 
 def _open_h5(filepath, what):
@@ -93,16 +110,99 @@ def _open_h5(filepath, what):
 
 
 def _reading(filepath, what, fn):
-    """Runs `fn()`; low-level read failures become a ValueError naming the file."""
+    """Runs `fn()`; any failure is re-raised with the file's name in its message: as it is
+    when it names the file already, as the same type for ValueError, TypeError and
+    MemoryError, as a ValueError for everything else (h5py's OSError, KeyError, ...)."""
     try:
         return fn()
-    except (OSError, KeyError, RuntimeError, EOFError, zipfile.BadZipFile) as e:
-        if isinstance(e, FileNotFoundError):
+    except Exception as e:
+        if filepath in str(e):
             raise
+        if type(e) in (ValueError, TypeError, MemoryError):
+            # Keras's wording first (scripts match on it), then the file.
+            raise type(e)(f"{e} ({what}: reading '{filepath}')") from e
         raise ValueError(
             f"{what}: reading '{filepath}' failed ({type(e).__name__}: {e}); the file is "
             "truncated or corrupted."
-        ) from None
+        ) from e
+
+
+# Limits checked against a .keras archive's directory before a member is read.
+_CONFIG_MAX_BYTES = 64 * 2**20
+# The weights member holds the model's variables and the optimizer's (Adam keeps two slots per
+# weight), possibly in a wider dtype: a generous multiple of the model's bytes plus room for
+# HDF5's own structures.
+_WEIGHTS_SLACK = 8
+_WEIGHTS_OVERHEAD_BYTES = 64 * 2**20
+# Deflate cannot compress by more than about 1032:1; a directory claiming more is lying.
+_MAX_DEFLATE_RATIO = 1100
+_COPY_CHUNK = 2**20
+
+
+def _model_bytes(model) -> int:
+    variables = list(model.weights)
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None:
+        variables += list(getattr(optimizer, "variables", []))
+    total = 0
+    for v in variables:
+        total += int(np.prod(tuple(v.shape), dtype=np.int64)) * _numpy_dtype(v).itemsize
+    return total
+
+
+def _weights_limit(model) -> int:
+    return _WEIGHTS_SLACK * _model_bytes(model) + _WEIGHTS_OVERHEAD_BYTES
+
+
+def _member_info(zf, name, limit, filepath, what):
+    """The `ZipInfo` of `name` after checking, from the zip directory alone, its compression
+    method, its size against `limit` and its compression ratio."""
+    info = zf.getinfo(name)
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise ValueError(
+            f"{what}: '{name}' in '{filepath}' uses compression method {info.compress_type}; "
+            "'.keras' archives are stored or deflated."
+        )
+    if info.file_size > limit:
+        raise ValueError(
+            f"{what}: '{name}' in '{filepath}' inflates to {info.file_size} bytes, more than "
+            f"the {limit} bytes allowed for it (a corrupted archive or a zip bomb)."
+        )
+    ratio = info.file_size / max(info.compress_size, 1)
+    if info.compress_type == zipfile.ZIP_DEFLATED and ratio > _MAX_DEFLATE_RATIO:
+        raise ValueError(
+            f"{what}: '{name}' in '{filepath}' claims a compression ratio of {ratio:.0f}:1, "
+            f"more than deflate can reach ({_MAX_DEFLATE_RATIO}:1); the archive is corrupted."
+        )
+    return info
+
+
+def _read_member(zf, name, limit, filepath, what) -> bytes:
+    """A small member, read whole after `_member_info`'s checks (zipfile never inflates past
+    the size the directory declares)."""
+    info = _member_info(zf, name, limit, filepath, what)
+    with zf.open(info) as member:
+        return member.read()
+
+
+def _open_member_h5(zf, name, limit, filepath, what):
+    """An h5py file over the weights member, streamed into a spooled temporary file (memory
+    up to 64 MB, then disk) after `_member_info`'s checks. Close the file, then its buffer."""
+    import shutil
+    import tempfile
+
+    import h5py
+
+    info = _member_info(zf, name, limit, filepath, what)
+    buffer = tempfile.SpooledTemporaryFile(max_size=_CONFIG_MAX_BYTES)
+    try:
+        with zf.open(info) as member:
+            shutil.copyfileobj(member, buffer, _COPY_CHUNK)
+        buffer.seek(0)
+        return h5py.File(buffer, "r"), buffer
+    except BaseException:
+        buffer.close()
+        raise
 
 
 # =============================================================================== weights
@@ -227,16 +327,17 @@ def _read_h5_weights(f, model, filepath, skip_mismatch, by_name) -> list:
     return keras3_h5.read_weights(f, model, filepath, skip_mismatch=skip_mismatch)
 
 
-def _read_zip_weights(zf, model, filepath, skip_mismatch) -> list:
-    import h5py
-
+def _read_zip_weights(zf, model, filepath, skip_mismatch, what="load_weights") -> list:
     if _VARS_FILENAME not in zf.namelist():
         raise ValueError(
             f"'{filepath}': the archive has no '{_VARS_FILENAME}' (found {zf.namelist()})."
         )
-    data = zf.read(_VARS_FILENAME)
-    with h5py.File(io.BytesIO(data), "r") as h5:
+    h5, buffer = _open_member_h5(zf, _VARS_FILENAME, _weights_limit(model), filepath, what)
+    try:
         return keras3_h5.read_weights(h5, model, filepath, skip_mismatch=skip_mismatch)
+    finally:
+        h5.close()
+        buffer.close()
 
 
 # ================================================================================= models
@@ -320,12 +421,13 @@ def _write_h5_model(model, path, include_optimizer) -> None:
     model_config.pop("compile_config", None)
     model_config.pop("build_config", None)
     with h5py.File(path, "w") as f:
-        f.attrs["backend"] = legacy_h5.BACKEND_NAME.encode("utf8")
-        f.attrs["keras_version"] = legacy_h5.KERAS_VERSION.encode("utf8")
-        f.attrs["model_config"] = _dumps(model_config).encode("utf8")
+        # Fixed-length strings (see legacy_h5.fixed_string).
+        f.attrs["backend"] = legacy_h5.fixed_string(legacy_h5.BACKEND_NAME)
+        f.attrs["keras_version"] = legacy_h5.fixed_string(legacy_h5.KERAS_VERSION)
+        f.attrs["model_config"] = legacy_h5.fixed_string(_dumps(model_config))
         training = config_compat.training_config(model)
         if training is not None:
-            f.attrs["training_config"] = _dumps(training).encode("utf8")
+            f.attrs["training_config"] = legacy_h5.fixed_string(_dumps(training))
         legacy_h5.save_weights_to_hdf5_group(f.create_group("model_weights"), model)
         if include_optimizer and getattr(model, "optimizer", None) is not None:
             legacy_h5.save_optimizer_weights_to_hdf5_group(f, model.optimizer)
@@ -357,6 +459,51 @@ def _check_safe(config, filepath, safe_mode) -> None:
         )
 
 
+def _unregistered_name(data, custom_objects):
+    """The first `registered_name` "package>Name" in a config that neither the registry, the
+    custom-object scopes nor `custom_objects` knows (by that name or its class name)."""
+    from keratron.layers.serialization import lookup_custom
+
+    if isinstance(data, list):
+        for item in data:
+            found = _unregistered_name(item, custom_objects)
+            if found is not None:
+                return found
+        return None
+    if not isinstance(data, dict):
+        return None
+    registered = data.get("registered_name")
+    if isinstance(registered, str) and ">" in registered and "class_name" in data:
+        # A function is named by its config; a class by its class name.
+        short = data.get("config") if data.get("class_name") == "function" else None
+        short = short if isinstance(short, str) else data.get("class_name")
+        if lookup_custom(registered, custom_objects) is None and (
+            not isinstance(short, str) or lookup_custom(short, custom_objects) is None
+        ):
+            return data
+    for value in data.values():
+        found = _unregistered_name(value, custom_objects)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_registered_names(config, filepath, custom_objects) -> None:
+    """A class saved under a registered name must be registered to load: a built-in class of
+    the same class name is not what the file was written with."""
+    entry = _unregistered_name(config, custom_objects)
+    if entry is None:
+        return
+    registered = entry["registered_name"]
+    package, _, name = registered.partition(">")
+    raise TypeError(
+        f"load_model: '{filepath}' uses '{registered}' (class_name '{entry.get('class_name')}'), "
+        "which is not registered. Decorate the class with "
+        f"`@keratron.saving.register_keras_serializable(package='{package}', name='{name}')` "
+        f"before loading, or pass `custom_objects={{'{registered}': {name}}}`."
+    )
+
+
 def _model_from_config(config, filepath, custom_objects, safe_mode):
     from keratron.layers.layer import Layer
     from keratron.models.serialization import deserialize_layer
@@ -367,6 +514,7 @@ def _model_from_config(config, filepath, custom_objects, safe_mode):
             f"a dict with 'class_name' and 'config'). Received: {str(config)[:200]}"
         )
     _check_safe(config, filepath, safe_mode)
+    _check_registered_names(config, filepath, custom_objects)
     objects = {"Lambda": _LambdaLoader(safe_mode)}
     objects.update(custom_objects or {})
     normalized = config_compat.normalize_config(config, objects)
@@ -427,8 +575,6 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
 
 def _load_keras_zip(filepath, custom_objects, compile, safe_mode):
-    import h5py
-
     with zipfile.ZipFile(filepath) as zf:
         names = zf.namelist()
         for needed in (_CONFIG_FILENAME, _VARS_FILENAME):
@@ -438,25 +584,24 @@ def _load_keras_zip(filepath, custom_objects, compile, safe_mode):
                     f"{_CONFIG_FILENAME}, {_METADATA_FILENAME} and {_VARS_FILENAME}. Found: "
                     f"{names}"
                 )
+        raw = _read_member(zf, _CONFIG_FILENAME, _CONFIG_MAX_BYTES, filepath, "load_model")
         try:
-            config = json.loads(zf.read(_CONFIG_FILENAME).decode("utf8"))
+            config = json.loads(raw.decode("utf8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(
                 f"load_model: '{_CONFIG_FILENAME}' in '{filepath}' is not valid JSON ({e})."
             ) from None
-        weights = zf.read(_VARS_FILENAME)
-    if not isinstance(config, dict):
-        raise ValueError(f"load_model: '{_CONFIG_FILENAME}' in '{filepath}' is not a dict.")
-    config = dict(config)
-    compile_config = config.pop("compile_config", None)
-    model = _model_from_config(config, filepath, custom_objects, safe_mode)
-    if compile and compile_config:
-        from keratron.layers import serialization as registry
+        if not isinstance(config, dict):
+            raise ValueError(f"load_model: '{_CONFIG_FILENAME}' in '{filepath}' is not a dict.")
+        config = dict(config)
+        compile_config = config.pop("compile_config", None)
+        model = _model_from_config(config, filepath, custom_objects, safe_mode)
+        if compile and compile_config:
+            from keratron.layers import serialization as registry
 
-        with registry.custom_object_scope(custom_objects or {}):
-            model.compile_from_config(compile_config)
-    with h5py.File(io.BytesIO(weights), "r") as h5:
-        assignments = keras3_h5.read_weights(h5, model, filepath)
+            with registry.custom_object_scope(custom_objects or {}):
+                model.compile_from_config(compile_config)
+        assignments = _read_zip_weights(zf, model, filepath, False, "load_model")
     _assign(assignments)
     return model
 
@@ -484,7 +629,6 @@ def _load_h5_model(f, filepath, custom_objects, compile, safe_mode):
     if "model_weights" not in f:
         raise ValueError(f"load_model: '{filepath}' has no 'model_weights' group.")
     assignments = legacy_h5.load_weights_from_hdf5_group(f["model_weights"], model, filepath)
-    optimizer_state = None
     training = f.attrs.get("training_config")
     if compile and training is not None:
         try:
@@ -499,14 +643,14 @@ def _load_h5_model(f, filepath, custom_objects, compile, safe_mode):
         )
         if "optimizer_weights" in f:
             names, values = legacy_h5.load_optimizer_weights_from_hdf5_group(f, filepath)
-            optimizer_state = (names, values)
+            # The optimizer's state is read (and checked) before the model's weights are
+            # assigned, so that both are assigned together or not at all.
+            assignments += _optimizer_assignments(model, names, values, filepath)
     _assign(assignments)
-    if optimizer_state is not None:
-        _restore_optimizer(model, *optimizer_state, filepath)
     return model
 
 
-def _restore_optimizer(model, names, values, filepath) -> None:
+def _optimizer_assignments(model, names, values, filepath) -> list:
     import warnings
 
     optimizer = model.optimizer
@@ -520,7 +664,7 @@ def _restore_optimizer(model, names, values, filepath) -> None:
             f"load_model: the optimizer state in '{filepath}' ({len(values)} variables) does "
             f"not fit optimizer '{optimizer.name}' ({len(optimizer.variables)} variables); the "
             "model starts with a freshly initialized optimizer.",
-            stacklevel=3,
+            stacklevel=4,
         )
-        return
-    _assign(pairs)
+        return []
+    return legacy_h5.read_values(pairs)

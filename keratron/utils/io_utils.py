@@ -4,6 +4,8 @@
 renames it over the target (`os.replace` is atomic on POSIX and Windows), and fsyncs the
 directory entry too: a process killed at any moment leaves either the previous file untouched
 or the new one complete, never a mixture. Saving, checkpoints and callbacks all write this way.
+A killed write leaves its temporary file behind; the next completed write of the same target
+removes it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ import contextlib
 import os
 import tempfile
 
-__all__ = ["ask_to_proceed_with_overwrite", "atomic_write", "fsync_path"]
+__all__ = [
+    "ask_to_proceed_with_overwrite",
+    "atomic_write",
+    "fsync_path",
+    "remove_stale_temporaries",
+]
 
 
 def fsync_path(path: str) -> None:
@@ -45,8 +52,9 @@ def atomic_write(filepath):
     directory = os.path.dirname(os.path.abspath(filepath)) or "."
     os.makedirs(directory, exist_ok=True)
     base = os.path.basename(filepath)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}-", suffix=".tmp", dir=directory)
     os.close(fd)
+    started = os.stat(tmp).st_mtime_ns
     try:
         yield tmp
         fsync_path(tmp)
@@ -63,6 +71,61 @@ def atomic_write(filepath):
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+    remove_stale_temporaries(filepath, started)
+
+
+# `.<name>.<pid>-XXXXXXXX.tmp` as atomic_write names them; `.<name>.XXXXXXXX.tmp` from before
+# the writer's pid was part of the name.
+_TEMP_PATTERN = r"\.{base}\.(?:(\d+)-)?[a-z0-9_]{{8}}\.tmp"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # it exists (another user's), or we cannot tell: keep its file
+    return True
+
+
+def remove_stale_temporaries(filepath, before_ns: int) -> list:
+    """Removes the temporary files that interrupted `atomic_write`s of `filepath` left: only
+    files named as atomic_write names them for this target, last written before `before_ns`
+    (the start of the current write), and whose writing process is gone. Returns their paths.
+
+    Example:
+        >>> remove_stale_temporaries("model.h5", time.time_ns())
+    """
+    import re
+
+    filepath = os.fspath(filepath)
+    directory = os.path.dirname(os.path.abspath(filepath)) or "."
+    pattern = re.compile(_TEMP_PATTERN.format(base=re.escape(os.path.basename(filepath))))
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match is None:
+            continue
+        path = os.path.join(directory, name)
+        try:
+            stat = os.lstat(path)
+        except OSError:
+            continue
+        if not os.path.isfile(path) or os.path.islink(path) or stat.st_mtime_ns >= before_ns:
+            continue
+        if match.group(1) is not None and _pid_alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            os.remove(path)
+            removed.append(path)
+    return removed
 
 
 def ask_to_proceed_with_overwrite(filepath) -> bool:

@@ -206,10 +206,16 @@ def test_keras3_weights_file_layout_matches_keras(keras, tmp_path):
     tm.save_weights(str(tmp_path / "t.weights.h5"))
 
     def layout(path):
+        # keratron stores `name` as a fixed-length string, Keras as a variable-length one.
+        def text(value):
+            return value.decode() if isinstance(value, bytes) else value
+
         items = {}
         with h5py.File(path, "r") as f:
             f.visititems(
-                lambda n, o: items.__setitem__(n, (getattr(o, "shape", None), o.attrs.get("name")))
+                lambda n, o: items.__setitem__(
+                    n, (getattr(o, "shape", None), text(o.attrs.get("name")))
+                )
             )
         return items
 
@@ -232,3 +238,47 @@ def test_keras_optimizer_state_resumes_in_keratron(keras, tmp_path):
     assert len(expected) == len(received)
     for a, b in zip(expected, received):
         np.testing.assert_array_equal(a.astype(b.dtype), b)
+
+
+def _assert_fixed_strings_and_checksums(path):
+    """Every string attribute keratron wrote is fixed-length (a corrupted variable-length one
+    can hang HDF5) and every non-scalar dataset carries a Fletcher-32 checksum."""
+    found = {"attributes": 0, "datasets": 0}
+
+    def check(obj):
+        for key in obj.attrs:
+            info = h5py.check_string_dtype(obj.attrs.get_id(key).dtype)
+            if info is not None:
+                assert info.length is not None, f"{obj.name} attribute {key} is variable-length"
+                found["attributes"] += 1
+        if isinstance(obj, h5py.Dataset) and obj.shape:
+            assert obj.fletcher32, obj.name
+            found["datasets"] += 1
+
+    with h5py.File(path, "r") as f:
+        check(f)
+        f.visititems(lambda _, obj: check(obj))
+    assert found["attributes"] and found["datasets"]
+
+
+@pytest.mark.parametrize("fmt", ["h5", "weights.h5"])
+def test_keras_reads_fixed_length_attributes_and_checksums(keras, pairs, tmp_path, fmt):
+    rng = np.random.default_rng(21)
+    km, tm = pairs("two_inputs")
+    models.randomize(tm, rng)
+    path = str(tmp_path / f"t.{fmt}")
+    tm.save_weights(path)
+    _assert_fixed_strings_and_checksums(path)
+    km.load_weights(path)
+    _assert_same_weights(tm.get_weights(), km.get_weights())
+
+
+def test_keras_reads_fixed_length_model_h5(keras, tmp_path):
+    km, tm = _build_pair(keras, "mlp")
+    models.randomize(tm, np.random.default_rng(22))
+    tm.compile(optimizer="adam", loss="mean_squared_error")
+    path = str(tmp_path / "t.h5")
+    tm.save(path)
+    _assert_fixed_strings_and_checksums(path)
+    loaded = keras.models.load_model(path)
+    _assert_same_weights(tm.get_weights(), loaded.get_weights())

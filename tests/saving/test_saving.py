@@ -225,25 +225,27 @@ def test_changed_layer_names_it_and_both_shapes_and_changes_nothing(tmp_path, rn
     message = str(err.value)
     assert "head" in message and "(8, 4)" in message and "(8, 3)" in message
     if fmt == "h5":
-        assert message == (
+        assert message.startswith(
             "Shape mismatch in layer #3 (named head) for weight head/kernel. Weight expects "
             "shape (8, 4). Received saved weight with shape (8, 3)"
         )
-    else:
-        assert path in message
+    assert path in message
     _same(before, other.get_weights())
 
 
 def test_layer_count_mismatch_message(tmp_path):
     path = str(tmp_path / "w.h5")
-    keratron.Sequential([keratron.Input((3,)), layers.Dense(2), layers.Dense(2)]).save_weights(path)
-    single = keratron.Sequential([keratron.Input((3,)), layers.Dense(2)])
-    with pytest.raises(
-        ValueError,
-        match="^Layer count mismatch when loading weights from file. "
-        "Model expected 1 layers, found 2 saved layers.$",
-    ):
+    two = [keratron.Input((3,)), layers.Dense(2, name="first"), layers.Dense(2, name="second")]
+    keratron.Sequential(two).save_weights(path)
+    single = keratron.Sequential([keratron.Input((3,)), layers.Dense(2, name="only")])
+    with pytest.raises(ValueError) as err:
         single.load_weights(path)
+    # Keras's sentence, then the file and the layers on each side.
+    assert str(err.value) == (
+        "Layer count mismatch when loading weights from file. Model expected 1 layers, found 2 "
+        f"saved layers. File '{path}'; layers with weights in the model: ['only'], in the file: "
+        "['first', 'second']."
+    )
 
 
 def test_weight_count_mismatch_message(tmp_path):
@@ -254,7 +256,8 @@ def test_weight_count_mismatch_message(tmp_path):
         no_bias.load_weights(path)
     assert str(err.value) == (
         f"Weight count mismatch for layer #0 (named {no_bias.layers[0].name} in the current "
-        "model, d in the save file). Layer expects 1 weight(s). Received 2 saved weight(s)"
+        "model, d in the save file). Layer expects 1 weight(s). Received 2 saved weight(s) "
+        f"(load_weights: reading '{path}')"
     )
 
 

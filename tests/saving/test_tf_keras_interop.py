@@ -162,3 +162,33 @@ def test_h5_names_match_tf_keras(pairs, tmp_path):
     km.save_weights(str(tmp_path / "tf.h5"))
     tm.save_weights(str(tmp_path / "keratron.h5"))
     assert _names(str(tmp_path / "keratron.h5")) == _names(str(tmp_path / "tf.h5"))
+
+
+def test_tf_keras_reads_fixed_length_attributes_and_checksums(tk, pairs, tmp_path):
+    """keratron writes string attributes fixed-length and checksums its datasets; tf.keras
+    reads both, weights and whole models, with identical weights."""
+    rng = np.random.default_rng(23)
+    km, tm = pairs("two_inputs")
+    models.randomize(tm, rng)
+    weights_path = str(tmp_path / "w.h5")
+    tm.save_weights(weights_path)
+    tm.compile(optimizer="adam", loss="mean_squared_error")
+    model_path = str(tmp_path / "m.h5")
+    tm.save(model_path)
+    for path in (weights_path, model_path):
+        with h5py.File(path, "r") as f:
+            group = f["model_weights"] if "model_weights" in f else f
+            for key in ("layer_names", "backend", "keras_version"):
+                assert h5py.check_string_dtype(group.attrs.get_id(key).dtype).length is not None
+            datasets = []
+
+            def collect(_, obj, datasets=datasets):
+                if isinstance(obj, h5py.Dataset) and obj.shape:
+                    datasets.append(obj)
+
+            f.visititems(collect)
+            assert datasets and all(d.fletcher32 for d in datasets)
+    km.load_weights(weights_path)
+    _assert_same_weights(tm.get_weights(), km.get_weights())
+    loaded = tk.models.load_model(model_path)
+    _assert_same_weights(tm.get_weights(), loaded.get_weights())
