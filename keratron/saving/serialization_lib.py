@@ -49,9 +49,25 @@ _BASES = {
 
 
 def _namespace(family):
-    import keratron
+    from keratron import (
+        activations,
+        constraints,
+        initializers,
+        losses,
+        metrics,
+        optimizers,
+        regularizers,
+    )
 
-    return getattr(keratron, family)
+    return {
+        "activations": activations,
+        "constraints": constraints,
+        "initializers": initializers,
+        "losses": losses,
+        "metrics": metrics,
+        "optimizers": optimizers,
+        "regularizers": regularizers,
+    }[family]
 
 
 def _family_of(obj) -> str | None:
