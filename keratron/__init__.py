@@ -31,6 +31,7 @@ from keratron import layers  # noqa: E402
 from keratron import callbacks  # noqa: E402
 from keratron import models  # noqa: E402
 from keratron import saving  # noqa: E402
+from keratron import preprocessing  # noqa: E402
 from keratron import applications  # noqa: E402
 from keratron import estimator, feature_column, saved_model  # noqa: E402
 from keratron import distribute  # noqa: E402
@@ -63,8 +64,10 @@ _install(
         "get_custom_objects": saving.get_custom_objects,
         "get_registered_name": saving.get_registered_name,
         "get_registered_object": saving.get_registered_object,
+        "image_dataset_from_directory": preprocessing.image_dataset_from_directory,
         "register_keras_serializable": saving.register_keras_serializable,
         "serialize_keras_object": saving.serialize_keras_object,
+        "timeseries_dataset_from_array": preprocessing.timeseries_dataset_from_array,
     },
 )
 _install(
@@ -115,6 +118,7 @@ __all__ = [
     "models",
     "ops",
     "optimizers",
+    "preprocessing",
     "random",
     "regularizers",
     "saved_model",
