@@ -616,34 +616,45 @@ def op_scope(name, default_name):
 _PROBE_SIZES = (7, 11)  # stand-ins for unknown dimensions (see the module docstring)
 
 
+def _probe(lower, inputs, size, unknown_rank_shape):
+    trace = Trace()
+    args = []
+    for t in inputs:
+        dims = t.shape.dims
+        shape = (
+            unknown_rank_shape if dims is None else tuple(size if d is None else d for d in dims)
+        )
+        args.append(trace.placeholder(shape, t.dtype.name))
+    with trace:
+        out = lower(None, *args)
+    out = out if isinstance(out, tuple) else (out,)
+    return [(tuple(o.shape), o.dtype) for o in out]
+
+
 def _infer(lower, inputs, n_out):
-    """Static (shape, dtype) of each output of `lower` applied to `inputs`."""
-    runs = []
-    for size in _PROBE_SIZES:
-        trace = Trace()
-        args = []
-        for t in inputs:
-            dims = t.shape.dims
-            if dims is None:
-                return None
-            shape = tuple(size if d is None else d for d in dims)
-            args.append(trace.placeholder(shape, t.dtype.name))
-        try:
-            with trace:
-                out = lower(None, *args)
-        except Exception:
-            return None
-        out = out if isinstance(out, tuple) else (out,)
-        if len(out) != n_out:
-            return None
-        runs.append([(tuple(o.shape), o.dtype) for o in out])
+    """Static (shape, dtype) of each output of `lower` applied to `inputs`, or None.
+
+    Unknown dimensions are probed with two sizes (a dimension of the result that follows them
+    is unknown); an input of unknown rank is probed as a scalar and as a 1-element vector (a
+    result whose rank follows it has unknown rank)."""
+    try:
+        runs = [_probe(lower, inputs, size, ()) for size in _PROBE_SIZES]
+        if any(t.shape.dims is None for t in inputs):
+            runs.append(_probe(lower, inputs, _PROBE_SIZES[0], (1,)))
+    except Exception:
+        return None
+    if any(len(r) != n_out for r in runs):
+        return None
     specs = []
-    for (s1, dt), (s2, _) in zip(*runs):
-        if len(s1) != len(s2):
-            specs.append((TensorShape(None), as_dtype(dt)))
-        else:
-            specs.append((TensorShape([a if a == b else None for a, b in zip(s1, s2)]), dt))
-    return [(sh if isinstance(sh, TensorShape) else sh, as_dtype(dt)) for sh, dt in specs]
+    for outs in zip(*runs):
+        dt = as_dtype(str(outs[0][1]).replace("torch.", ""))
+        shapes = [s for s, _ in outs]
+        if len({len(s) for s in shapes}) > 1:
+            specs.append((TensorShape(None), dt))
+            continue
+        dims = [d if all(s[i] == d for s in shapes) else None for i, d in enumerate(shapes[0])]
+        specs.append((TensorShape(dims), dt))
+    return specs
 
 
 def make_op(op_type, name, inputs, lower, out_specs=None, n_out=1, dtype=None, attrs=None):
