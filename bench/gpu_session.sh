@@ -1,8 +1,9 @@
 #!/bin/bash
 # One call on a GPU machine: the Triton test suite on CUDA (bench/gpu_tests.sh), the kernel
-# timings against torch (bench/kernels_gpu.py) and fit throughput (bench/gpu_fit.py).
-# Logs go to $OUT (or ./gpu-logs); T_PIN, T_TUNED, T_KERN and T_FIT bound each part, and
-# their defaults add up to 440 s, so the whole call stays under 8 minutes.
+# timings against torch (bench/kernels_gpu.py), fit throughput (bench/gpu_fit.py) and the host
+# time per Triton launch, end to end and with the CPU stand-in (bench/launch_overhead.py).
+# Logs go to $OUT (or ./gpu-logs); T_PIN, T_TUNED, T_KERN, T_FIT and T_LAUNCH bound each part,
+# and their defaults add up to 455 s (15 s more for the stand-in), under 8 minutes in all.
 OUT=${OUT:-gpu-logs}
 export OUT
 export T_PIN=${T_PIN:-110} T_TUNED=${T_TUNED:-150}
@@ -11,7 +12,14 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 bash bench/gpu_tests.sh
-timeout ${T_KERN:-120} python3 bench/kernels_gpu.py >"$OUT/kernels_f32.log" 2>&1
+timeout ${T_KERN:-100} python3 bench/kernels_gpu.py >"$OUT/kernels_f32.log" 2>&1
 echo "kernels rc=$?"; cat "$OUT/kernels_f32.log"
 timeout ${T_FIT:-60} python3 bench/gpu_fit.py >"$OUT/fit.log" 2>&1
 echo "fit rc=$?"; cat "$OUT/fit.log"
+# Pinned configs: one compile per kernel; the launch path is the same at any config.
+KERATRON_TRITON_PIN=1 timeout ${T_LAUNCH:-30} python3 bench/launch_overhead.py --device cuda \
+    >"$OUT/launch_overhead.log" 2>&1
+echo "launch overhead rc=$?"
+KERATRON_TRITON_PIN=1 timeout 15 python3 bench/launch_overhead.py --device cpu \
+    >>"$OUT/launch_overhead.log" 2>&1
+echo "launch overhead (stand-in) rc=$?"; grep -v Warn "$OUT/launch_overhead.log"

@@ -16,6 +16,8 @@ import os
 import torch
 import triton
 import triton.language as tl
+from triton.compiler import CompiledKernel
+from triton.runtime.driver import driver as _triton_driver
 
 from keratron import config
 from keratron.ops import epilogue
@@ -26,13 +28,17 @@ __all__ = [
     "EPILOGUE_ACTIVATIONS",
     "FLOAT_DTYPES",
     "TRITON_TYPES",
+    "KERNELS",
     "Kernel",
     "activate",
     "activation_code",
     "dot_precision",
+    "forget_launches",
     "interpreted",
+    "launchable",
     "multiprocessor_count",
     "record_launches",
+    "set_stand_in",
     "tanh",
 ]
 
@@ -121,6 +127,30 @@ def record_launches(multiprocessors: int | None = None):
         _recording, _recording_sms = previous
 
 
+_stand_in = False
+
+
+def set_stand_in(active: bool) -> None:
+    """Marks a stand-in driver (`_standin.stand_in_driver`) active: launches on CPU tensors
+    are then recorded by it instead of needing the interpreter."""
+    global _stand_in
+    _stand_in = bool(active)
+
+
+def launchable(t: torch.Tensor) -> bool:
+    """Whether a kernel can be launched on `t`'s memory here: CUDA tensors, meta tensors (only
+    ever recorded), and CPU tensors under the interpreter or a stand-in driver."""
+    return t.is_cuda or t.is_meta or _stand_in or interpreted()
+
+
+def forget_launches() -> None:
+    """Empties every `Kernel`'s launch caches and its JIT function's compiled kernels (the
+    stand-in driver calls it on entry and exit, so its fake launchers never reach a real
+    launch)."""
+    for kernel in KERNELS:
+        kernel.forget()
+
+
 def multiprocessor_count(device: torch.device) -> int:
     """SMs of `device` (1 off CUDA), or the count a `record_launches` scope names."""
     if _recording_sms is not None:
@@ -135,6 +165,70 @@ def _constexpr_names(fn) -> tuple:
     # annotations a constexpr parameter is annotated by the string "tl.constexpr".
     params = inspect.signature(fn.fn).parameters.values()
     return tuple(p.name for p in params if "constexpr" in str(p.annotation))
+
+
+KERNELS: list = []  # every Kernel made, for forget_launches
+
+
+def _int_class(v: int) -> tuple:
+    """What Triton specialises an integer argument on: 1, divisibility by 16, 64 bits."""
+    return v == 1, v % 16 == 0, -(2**31) <= v < 2**31
+
+
+def _signature_functions(names: tuple, dynamic: tuple):
+    """`(key, ordered)` for a kernel whose `launch` receives `names`: `key(values, grid,
+    device, pinned)` is the launch-cache key of the named `values` (KeyError when one is
+    missing), `ordered(values)` their tuple in parameter order. Both are generated as
+    straight-line code, as Triton generates its binder: a loop over ~20 names would cost
+    more than the launch they serve."""
+    parts = []
+    for n in names:
+        if n.endswith("_ptr"):
+            parts.append(f"v[{n!r}].dtype, v[{n!r}].data_ptr() & 15 == 0")
+        elif n in dynamic:
+            parts.append(f"int_class(v[{n!r}])")
+        else:
+            parts.append(f"v[{n!r}]")
+    source = (
+        "def key(v, grid, device, pinned):\n"
+        "    cells = grid.__closure__\n"
+        "    return (device, pinned, grid.__code__, "
+        "cells and tuple([c.cell_contents for c in cells]), "
+        f"{', '.join(parts)})\n"
+        "def ordered(v):\n"
+        f"    return ({''.join(f'v[{n!r}], ' for n in names)})\n"
+    )
+    namespace = {"int_class": _int_class}
+    exec(source, namespace)
+    return namespace["key"], namespace["ordered"]
+
+
+class _Bound:
+    """One signature's launch, resolved once: the compiled kernel's launcher, its function
+    handle and packed metadata, the grid, and the config's meta-parameter values (the
+    trailing arguments the launcher takes)."""
+
+    __slots__ = ("kernel", "run", "function", "packed", "grid", "meta")
+
+    def __init__(self, kernel, grid, meta: tuple):
+        self.kernel = kernel
+        self.run = kernel.run  # loads the module on first access (done by the first launch)
+        self.function = kernel.function
+        self.packed = kernel.packed_metadata
+        self.grid = (tuple(grid) + (1, 1))[:3]
+        self.meta = meta
+
+    def launch(self, args: tuple, stream) -> None:
+        args += self.meta
+        runtime = triton.knobs.runtime
+        enter = runtime.launch_enter_hook
+        # Launch hooks (a profiler's) read the launch metadata: made only when one is set (the
+        # hook is a chain of hooks, empty by default).
+        hooked = getattr(enter, "calls", enter)
+        metadata = self.kernel.launch_metadata(self.grid, stream, *args) if hooked else None
+        gx, gy, gz = self.grid
+        self.run(gx, gy, gz, stream, self.function, self.packed, metadata, enter,
+                 runtime.launch_exit_hook, *args)  # fmt: skip
 
 
 class Kernel:
@@ -154,9 +248,12 @@ class Kernel:
         op: the primitive whose launch count `launch` bumps.
         pointer_types: element types of pointers that do not hold the data dtype, e.g.
             `{"taps_ptr": "i32"}`.
+        dynamic: integer arguments whose value changes from launch to launch without changing
+            the grid or the config (a time step): the launch cache keys them by Triton's
+            specialisation class (1, a multiple of 16, 64-bit) instead of their value.
     """
 
-    def __init__(self, fn, configs, key, op: str, pointer_types=None):
+    def __init__(self, fn, configs, key, op: str, pointer_types=None, dynamic=()):
         self.fn = fn
         self.configs = configs
         self.key = list(key)
@@ -166,6 +263,30 @@ class Kernel:
         self.constexprs = _constexpr_names(fn)
         self.arg_names = tuple(n for n in fn.arg_names if n not in self.constexprs)
         self._tuned = None
+        tuned = tuple(configs[0].kwargs)
+        if any(tuple(c.kwargs) != tuned for c in configs) or (
+            tuned and tuple(fn.arg_names[-len(tuned) :]) != tuned
+        ):
+            raise ValueError(f"{self.name}: every config must set the trailing constexprs {tuned}")
+        # What `launch` receives by name: every parameter but the config's.
+        self._given = tuple(fn.arg_names[: len(fn.arg_names) - len(tuned)])
+        unknown = set(dynamic) - set(self._given) | set(dynamic) & set(self.key)
+        if unknown:
+            raise ValueError(f"{self.name}: dynamic arguments {sorted(unknown)}")
+        self._key, self._ordered = _signature_functions(self._given, tuple(dynamic))
+        self._bound: dict = {}
+        # Triton decides at decoration time: under TRITON_INTERPRET=1 there is no compiled
+        # kernel to bind (and the interpreter pins the first config).
+        self._interpreted = not isinstance(fn, triton.runtime.JITFunction)
+        KERNELS.append(self)
+
+    def forget(self) -> None:
+        """Drops the autotuner (and its tuned configs) and the JIT function's compiled kernels."""
+        self._tuned = None
+        self._bound.clear()
+        caches = getattr(self.fn, "device_caches", None)  # an interpreted function has none
+        if caches is not None:
+            caches.clear()
 
     def args(self, values: dict) -> tuple:
         """The positional runtime arguments, in the kernel's order, from named `values`."""
@@ -176,22 +297,61 @@ class Kernel:
         return tuple(values[n] for n in self.arg_names)
 
     def launch(self, grid, **values) -> None:
-        """Runs the kernel on `grid` (a callable of the config's meta-parameters)."""
-        meta = {n: values.pop(n) for n in self.constexprs if n in values}
-        args = self.args(values)
+        """Runs the kernel on `grid` (a callable of the config's meta-parameters).
+
+        The first launch of a signature goes through Triton's autotuner (or the pinned config)
+        and JIT; it leaves a `_Bound` launch behind, which every later launch of the signature
+        calls directly: no autotuner lookup, no argument binding, no grid call. A signature is
+        what decides the compiled kernel, its config and its grid: the current device, pinning,
+        each pointer's dtype and 16-byte alignment, the value of every other argument (the
+        triton specialisation class of those named in `dynamic`), and the grid function's code
+        and captured values (so a grid must depend on its closure and meta only).
+        """
         if _recording is not None:
-            _recording.append((self, args, meta))
+            meta = {n: values.pop(n) for n in self.constexprs if n in values}
+            _recording.append((self, self.args(values), meta))
             return
+        if self._interpreted:
+            self._run(grid, values)
+            count_launch(self.op)
+            return
+        active = _triton_driver.active
+        device = active.get_current_device()
+        try:
+            key = self._key(values, grid, device, os.environ.get("KERATRON_TRITON_PIN") == "1")
+        except KeyError:
+            key = None
+        if key is None or len(values) != len(self._given):
+            self.args({n: v for n, v in values.items() if n not in self.constexprs})
+            raise TypeError(f"{self.name}: constexprs {self.constexprs} expected")
+        bound = self._bound.get(key)
+        if bound is None:
+            kernel, cfg = self._run(grid, values)
+            if isinstance(kernel, CompiledKernel):  # not a future of an async compile
+                self._bound[key] = _Bound(kernel, grid(cfg.kwargs), tuple(cfg.kwargs.values()))
+        else:
+            bound.launch(self._ordered(values), active.get_current_stream(device))
+        count_launch(self.op)
+
+    def _run(self, grid, values: dict) -> tuple:
+        """Launches through Triton's autotuner (or the pinned config) and JIT; returns the
+        compiled kernel and the config it ran."""
+        meta = {n: values[n] for n in self.constexprs if n in values}
+        args = self.args({n: v for n, v in values.items() if n not in meta})
         if pin_configs():
             cfg = self.configs[0]
-            self.fn[grid(cfg.kwargs)](
+            kernel = self.fn[grid(cfg.kwargs)](
                 *args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages
             )
-        else:
-            if self._tuned is None:
-                self._tuned = triton.autotune(configs=self.configs, key=self.key)(self.fn)
-            self._tuned[grid](*args, **meta)
-        count_launch(self.op)
+            return kernel, cfg
+        if self._tuned is None:
+            self._tuned = triton.autotune(configs=self.configs, key=self.key)(self.fn)
+        kernel = self._tuned[grid](*args, **meta)
+        return kernel, self._tuned.best_config
+
+    def bound_signatures(self) -> list:
+        """The signatures this kernel has a bound launch for (a list of keys, for tests)."""
+        return list(self._bound)
 
     def signature(self, dtype, constexprs: dict) -> dict:
         """The ahead-of-time signature: data pointers of `dtype` (a torch dtype or Triton

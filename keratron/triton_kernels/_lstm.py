@@ -35,7 +35,7 @@ from keratron.triton_kernels._common import (
     activate,
     activation_code,
     dot_precision,
-    interpreted,
+    launchable,
 )
 
 __all__ = ["forward_route", "backward_route", "aot_specs"]
@@ -410,8 +410,11 @@ DKERNEL_CONFIGS = [
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32}, num_warps=8, num_stages=3),
 ]
 
-FWD_STEP = Kernel(_lstm_fwd_step_kernel, CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"})
-BWD_STEP = Kernel(_lstm_bwd_step_kernel, CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
+# The time-step arguments change on every launch of a sequence: the launch cache keys them by
+# Triton's specialisation class, not by value.
+_STEPS = ("t", "t_src", "t_next_src")
+FWD_STEP = Kernel(_lstm_fwd_step_kernel, CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"}, _STEPS[:2])
+BWD_STEP = Kernel(_lstm_bwd_step_kernel, CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"}, _STEPS)
 CARRY = Kernel(_lstm_carry_kernel, CARRY_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
 DKERNEL = Kernel(_lstm_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "lstm_grad")
 
@@ -433,7 +436,7 @@ def _check(op, tensors, activation, recurrent_activation):
                 f"and {ref.dtype} on {ref.device}"
             )
     # Meta tensors never launch for real: the ahead-of-time report records their launches.
-    if not (ref.is_cuda or ref.is_meta or interpreted()):
+    if not launchable(ref):
         raise NotImplementedError(f"{op}: CPU tensors need TRITON_INTERPRET=1")
     for t in tensors:
         if t.numel() > _MAX_ELEMENTS:
