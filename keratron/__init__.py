@@ -2,9 +2,16 @@
 
 # The imports follow the package's layering (autodiff, ops, ..., layers, models), not the
 # alphabet: each subpackage is imported after the ones it builds on.
-# ruff: noqa: I001
+# ruff: noqa: I001, E402
 
-from keratron import config
+# First, before torch loads OpenMP: idle OpenMP threads sleep instead of spinning, unless the
+# user chose a wait policy or KERATRON_ADAPT_THREADS=0 (keratron/_openmp.py, README).
+from keratron import _openmp
+
+_passive_wait = _openmp.prefer_passive_wait()
+from keratron import config  # imports torch, and with it libgomp
+
+_openmp.restore_environ(_passive_wait)
 from keratron.autodiff import (
     GradientTape,
     Tensor,

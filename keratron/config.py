@@ -179,6 +179,42 @@ def host_memory_cache() -> bool:
     return env in ("1", "true", "on")
 
 
+# ---------------------------------------------------------------------------- CPU threads
+_adapt_threads: bool | None = None  # resolved from KERATRON_ADAPT_THREADS when None
+
+
+def set_adapt_threads(enabled: bool | None) -> None:
+    """Lets `fit`, `evaluate` and `predict` run torch's CPU kernels on the cores other
+    processes leave free.
+
+    On by default. When another process keeps some cores busy, those calls lower torch's
+    intra-op thread count (`torch.set_num_threads`) to the cores that are free, never raise it,
+    and restore the caller's count when they return. The same switch, as the environment
+    variable KERATRON_ADAPT_THREADS=0 set before `import keratron`, also keeps keratron from
+    choosing OpenMP's passive wait policy at import (see the README). None re-reads
+    KERATRON_ADAPT_THREADS ("0" is off).
+
+    Example:
+        >>> keratron.config.set_adapt_threads(False)
+        >>> keratron.config.adapt_threads()
+        False
+        >>> keratron.config.set_adapt_threads(None)
+    """
+    global _adapt_threads
+    _adapt_threads = None if enabled is None else bool(enabled)
+
+
+def adapt_threads() -> bool:
+    """Whether the training loops match torch's thread count to the free cores:
+    `set_adapt_threads`, else KERATRON_ADAPT_THREADS ("1" or unset on, "0" off)."""
+    if _adapt_threads is not None:
+        return _adapt_threads
+    env = os.environ.get("KERATRON_ADAPT_THREADS", "1").strip().lower()
+    if env not in ("0", "1", "", "false", "true", "off", "on"):
+        raise ValueError(f"KERATRON_ADAPT_THREADS must be 0 or 1. Received: {env!r}")
+    return env not in ("0", "false", "off")
+
+
 # ---------------------------------------------------------------------------- kernel backend
 
 

@@ -24,6 +24,7 @@ from keratron.models import data_adapter
 from keratron.models.data_adapter import EpochIterator, unpack_x_y_sample_weight
 from keratron.ops.xent import raise_for_invalid_class_ids
 from keratron.utils import host_memory
+from keratron.utils.threads import matched_threads
 
 __all__ = ["Trainer"]
 
@@ -492,6 +493,7 @@ class Trainer:
             return results
         return logs
 
+    @matched_threads
     def fit(
         self,
         x=None,
@@ -644,6 +646,7 @@ class Trainer:
             f"validation_freq={validation_freq!r} of type {type(validation_freq).__name__}."
         )
 
+    @matched_threads
     def evaluate(
         self,
         x=None,
@@ -717,6 +720,7 @@ class Trainer:
         results.extend(logs[k] for k in sorted(logs) if k not in names)
         return results[0] if len(results) == 1 else results
 
+    @matched_threads
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """The model's outputs on `x` as numpy arrays (same structure as the outputs).
 

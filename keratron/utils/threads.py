@@ -1,0 +1,121 @@
+"""torch's CPU thread count matched to the cores other processes leave free.
+
+An intra-op parallel region ends at a barrier: it is as slow as its slowest thread. When
+another process keeps a core busy, one of torch's threads waits for that core, and every
+parallel region of a step waits for it; with one thread per free core nothing waits. So
+`Model.fit`, `evaluate` and `predict` run inside `matched_to_free_cores()`: it counts the
+runnable threads of other processes (the kernel's `nr_running`, less this process's own), and
+when fewer cores than torch's thread count are free, lowers the count for the call and restores
+the caller's count when the call returns. It never raises the count: a user's
+`torch.set_num_threads` is a ceiling. Measured on a 2-core machine beside busy processes, with
+OpenMP's passive wait (keratron/_openmp.py): see bench/README.md.
+
+The count is probed at most once a second (three readings of /proc, about 2 ms), so calling
+`predict` in a loop costs nothing measurable. `keratron.config.set_adapt_threads(False)` or
+KERATRON_ADAPT_THREADS=0 turns it off; off Linux (no /proc) it does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+
+import torch
+
+from keratron import config
+
+_PROBE_EVERY_S = 1.0
+_SAMPLES = 3
+_SAMPLE_GAP_S = 0.001
+
+_last_probe: tuple[float, int | None] = (float("-inf"), None)  # (monotonic time, free cores)
+
+
+def _allowed_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _running_threads() -> int:
+    """Runnable threads on the whole machine, this reading thread included (/proc/loadavg's
+    fourth field, `running/total`)."""
+    with open("/proc/loadavg", encoding="ascii") as f:
+        return int(f.read().split()[3].split("/")[0])
+
+
+def _own_running_threads() -> int:
+    """This process's threads that are runnable now (state R), the reading thread included.
+    Spinning OpenMP workers are running too, but they are no other process's load."""
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as f:
+                # The state follows the parenthesised command name, which may hold spaces.
+                if f.read().rpartition(")")[2].split()[0] == "R":
+                    count += 1
+        except (OSError, IndexError):
+            continue  # the thread exited meanwhile
+    return count
+
+
+def free_cores() -> int | None:
+    """Cores of this process's affinity set that other processes' runnable threads leave
+    free (at least 1), the median of three readings; None where /proc cannot be read."""
+    readings = []
+    try:
+        for i in range(_SAMPLES):
+            if i:
+                time.sleep(_SAMPLE_GAP_S)
+            others = max(0, _running_threads() - _own_running_threads())
+            readings.append(others)
+    except (OSError, ValueError, IndexError):
+        return None
+    others = sorted(readings)[len(readings) // 2]
+    return max(1, _allowed_cores() - others)
+
+
+def _cached_free_cores() -> int | None:
+    global _last_probe
+    now = time.monotonic()
+    if now - _last_probe[0] >= _PROBE_EVERY_S:
+        _last_probe = (now, free_cores())
+    return _last_probe[1]
+
+
+@contextlib.contextmanager
+def matched_to_free_cores():
+    """Within this scope torch's intra-op thread count is at most the number of free cores;
+    the caller's count is restored after. Does nothing when `config.adapt_threads()` is off.
+
+    Example:
+        >>> with matched_to_free_cores():
+        ...     model.fit(x, y, verbose=0)
+    """
+    if not config.adapt_threads():
+        yield
+        return
+    before = torch.get_num_threads()
+    free = _cached_free_cores() if before > 1 else None
+    lowered = free is not None and free < before
+    if lowered:
+        torch.set_num_threads(free)
+    try:
+        yield
+    finally:
+        if lowered:
+            torch.set_num_threads(before)
+
+
+def matched_threads(method):
+    """Decorates a method (`fit`, `evaluate`, `predict`) to run in `matched_to_free_cores()`."""
+
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        with matched_to_free_cores():
+            return method(*args, **kwargs)
+
+    return run

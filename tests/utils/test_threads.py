@@ -1,0 +1,147 @@
+"""keratron's CPU thread policy: OpenMP's wait policy at import, thread counts in fit/predict.
+
+Behaviour only, no timing. The import-time tests run in fresh interpreters (what matters is
+what was imported before keratron); libgomp's `OMP_DISPLAY_ENV=VERBOSE` report says which
+policy the runtime took: `GOMP_SPINCOUNT = '0'` is the passive policy, the default spins.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import keratron
+from keratron.utils import threads
+
+REPORT = "import os; print('ENV', os.environ.get('OMP_WAIT_POLICY'))"
+
+
+def run_fresh(code: str, **env) -> tuple[str, str]:
+    """Runs `code` in a fresh interpreter; returns (OMP_WAIT_POLICY seen after the code,
+    libgomp's GOMP_SPINCOUNT line)."""
+    environ = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    environ.update(OMP_DISPLAY_ENV="VERBOSE", **env)
+    proc = subprocess.run(
+        [sys.executable, "-c", f"{code}; {REPORT}"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    policy = next(ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("ENV"))
+    spin = next(ln.strip() for ln in proc.stderr.splitlines() if "GOMP_SPINCOUNT" in ln)
+    return policy, spin
+
+
+def test_import_first_makes_openmp_passive_and_leaves_environ_as_found():
+    policy, spin = run_fresh("import keratron")
+    assert spin == "GOMP_SPINCOUNT = '0'"
+    assert policy == "None"  # children of the process inherit the user's environment
+
+
+def test_torch_imported_first_is_left_alone():
+    policy, spin = run_fresh("import torch; import keratron")
+    assert spin != "GOMP_SPINCOUNT = '0'"
+    assert policy == "None"
+
+
+def test_user_policy_wins():
+    policy, spin = run_fresh("import keratron", OMP_WAIT_POLICY="ACTIVE")
+    assert spin != "GOMP_SPINCOUNT = '0'"
+    assert policy == "ACTIVE"
+
+
+def test_env_switch_turns_import_policy_off():
+    policy, spin = run_fresh("import keratron", KERATRON_ADAPT_THREADS="0")
+    assert spin != "GOMP_SPINCOUNT = '0'"
+    assert policy == "None"
+
+
+@pytest.fixture
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+    keratron.config.set_adapt_threads(None)
+
+
+def fit_recording_threads(epochs=1, fail=False) -> list[int]:
+    """Fits a small model; returns torch's thread count seen at each batch end."""
+    seen = []
+
+    class Record(keratron.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(torch.get_num_threads())
+            if fail:
+                raise RuntimeError("stop")
+
+    model = keratron.Sequential([keratron.Input((4,)), keratron.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((8, 4), "float32"), np.zeros((8, 2), "float32")
+    model.fit(x, y, batch_size=4, epochs=epochs, verbose=0, callbacks=[Record()])
+    return seen
+
+
+def test_fit_lowers_threads_to_free_cores_and_restores(monkeypatch, two_threads):
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    assert fit_recording_threads() == [1, 1]
+    assert torch.get_num_threads() == 2
+
+
+def test_restored_when_fit_raises(monkeypatch, two_threads):
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    with pytest.raises(RuntimeError, match="stop"):
+        fit_recording_threads(fail=True)
+    assert torch.get_num_threads() == 2
+
+
+def test_never_raises_the_callers_count(monkeypatch, two_threads):
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 8)
+    assert fit_recording_threads() == [2, 2]
+
+
+def test_switch_turns_matching_off(monkeypatch, two_threads):
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    keratron.config.set_adapt_threads(False)
+    assert fit_recording_threads() == [2, 2]
+
+
+def test_predict_and_evaluate_restore(monkeypatch, two_threads):
+    seen = []
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    model = keratron.Sequential([keratron.Input((4,)), keratron.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+
+    class Record(keratron.callbacks.Callback):
+        def on_predict_batch_end(self, batch, logs=None):
+            seen.append(torch.get_num_threads())
+
+        on_test_batch_end = on_predict_batch_end
+
+    x = np.ones((4, 4), "float32")
+    model.predict(x, verbose=0, callbacks=[Record()])
+    model.evaluate(x, np.zeros((4, 2), "float32"), verbose=0, callbacks=[Record()])
+    assert seen == [1, 1]
+    assert torch.get_num_threads() == 2
+
+
+def test_free_cores_counts_other_processes(monkeypatch):
+    monkeypatch.setattr(threads, "_allowed_cores", lambda: 4)
+    monkeypatch.setattr(threads, "_own_running_threads", lambda: 1)
+    monkeypatch.setattr(threads, "_running_threads", lambda: 3)  # 2 other runnable threads
+    assert threads.free_cores() == 2
+    monkeypatch.setattr(threads, "_running_threads", lambda: 9)
+    assert threads.free_cores() == 1  # never below one
+
+
+def test_free_cores_reads_this_machine():
+    free = threads.free_cores()
+    if not os.path.exists("/proc/loadavg"):
+        assert free is None
+    else:
+        assert 1 <= free <= len(os.sched_getaffinity(0))
