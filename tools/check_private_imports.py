@@ -28,83 +28,17 @@ PACKAGE = "keratron"
 # {(file relative to the repository, imported dotted name): how to fix it}
 KNOWN: dict[tuple[str, str], str] = {
     (
-        "keratron/random.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/random.py",
-        "keratron.ops._core.canonical_axis",
-    ): "ops: export canonical_axis publicly and import that",
-    ("keratron/random.py", "keratron.ops._core.pair"): "ops: export pair publicly and import that",
-    (
-        "keratron/losses/losses.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/losses/losses.py",
-        "keratron.ops._core.canonical_axis",
-    ): "ops: export canonical_axis publicly and import that",
-    (
-        "keratron/metrics/accuracy_metrics.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/metrics/confusion_metrics.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/metrics/metrics_utils.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/metrics/reduction_metrics.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/metrics/regression_metrics.py",
-        "keratron.ops._core.as_tensor",
-    ): "ops: export as_tensor (e.g. keratron.ops.core.as_tensor) and import that",
-    (
-        "keratron/metrics/__init__.py",
-        "keratron.losses._binary_or_sparse",
-    ): "losses: a public name for it",
-    (
-        "keratron/metrics/__init__.py",
-        "keratron.losses._serialization.deserialize_object",
-    ): "losses: export it from a public module (or move it to saving)",
-    (
-        "keratron/metrics/__init__.py",
-        "keratron.losses._serialization.serialize_object",
-    ): "losses: export it from a public module (or move it to saving)",
-    (
-        "keratron/metrics/regression_metrics.py",
-        "keratron.losses.losses._l2_normalize",
-    ): "use ops.normalize / a public losses helper",
-    ("keratron/models/model.py", "keratron.layers.layer._shapes_of"): "layers: a public shapes_of",
-    (
-        "keratron/models/sequential.py",
-        "keratron.layers.layer._shapes_of",
-    ): "layers: a public shapes_of",
-    (
         "keratron/saving/config_compat.py",
         "keratron.layers.layer._ALLOWED_KWARGS",
-    ): "layers: a public ALLOWED_KWARGS (Layer's accepted extra keywords)",
+    ): "import keratron.layers.layer.ALLOWED_KWARGS (public now)",
     (
         "keratron/estimator/_tracing.py",
         "keratron.feature_column._fingerprint.is_string_array",
-    ): "feature_column: re-export it in __init__ and import it from there",
+    ): "import it from keratron.feature_column (re-exported there now)",
     (
         "keratron/estimator/_tracing.py",
         "keratron.feature_column._fingerprint.strings_to_fingerprints",
-    ): "feature_column: re-export it in __init__ and import it from there",
-    (
-        "keratron/saved_model/load.py",
-        "keratron.feature_column._fingerprint.is_string_array",
-    ): "feature_column: re-export it in __init__ and import it from there",
-    (
-        "keratron/saved_model/load.py",
-        "keratron.feature_column._fingerprint.strings_to_fingerprints",
-    ): "feature_column: re-export it in __init__ and import it from there",
+    ): "import it from keratron.feature_column (re-exported there now)",
 }
 
 

@@ -15,15 +15,20 @@ import threading
 import numpy as np
 import torch
 
-from keratron import backend
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
+from keratron.config import floatx
 from keratron.layers.node import KerasTensor, Node
+from keratron.utils.naming import to_snake_case, unique_object_name
 
 __all__ = ["Layer", "InputSpec", "TensorOpLayer"]
 
-_ALLOWED_KWARGS = {"input_shape", "input_dim", "batch_input_shape", "batch_size", "weights"}
+# The keywords Layer accepts beyond its named arguments (tf.keras's input-shape keywords).
+ALLOWED_KWARGS = frozenset(
+    {"input_shape", "input_dim", "batch_input_shape", "batch_size", "weights"}
+)
+_ALLOWED_KWARGS = ALLOWED_KWARGS  # until keratron.saving.config_compat reads ALLOWED_KWARGS
 
 
 class InputSpec:
@@ -256,7 +261,7 @@ class Layer:
         name=None,
         **kwargs,
     ):
-        unknown = set(kwargs) - _ALLOWED_KWARGS
+        unknown = set(kwargs) - ALLOWED_KWARGS
         if unknown:
             raise TypeError(
                 f"Unrecognized keyword arguments passed to {type(self).__name__}: "
@@ -265,7 +270,7 @@ class Layer:
         from keratron.layers import regularizers
 
         self._init_tracking()
-        self.name = name or backend.unique_object_name(backend.to_snake_case(type(self).__name__))
+        self.name = name or unique_object_name(to_snake_case(type(self).__name__))
         if not isinstance(self.name, str) or "/" in self.name:
             raise ValueError(
                 f"Argument `name` must be a string and cannot contain '/'. Received: name={name!r}"
@@ -324,7 +329,7 @@ class Layer:
     @property
     def dtype(self) -> str:
         """The layer's compute and variable dtype."""
-        return self._dtype or backend.floatx()
+        return self._dtype or floatx()
 
     @property
     def compute_dtype(self) -> str:
@@ -434,7 +439,7 @@ class Layer:
             trainable=trainable,
             autocast=autocast,
             aggregation=aggregation,
-            name=name or backend.unique_object_name("variable"),
+            name=name or unique_object_name("variable"),
             constraint=constraints.get(constraint),
             regularizer=regularizers.get(regularizer),
         )
@@ -538,14 +543,14 @@ class Layer:
             for name in shape_args:
                 base = name[: -len("_shape")]
                 if base in kwargs:
-                    shapes[name] = _shapes_of(kwargs[base])
+                    shapes[name] = shapes_of(kwargs[base])
                 elif base in call_names and call_names.index(base) < len(args):
-                    shapes[name] = _shapes_of(args[call_names.index(base)])
+                    shapes[name] = shapes_of(args[call_names.index(base)])
             self.build(**shapes)
             self._build_shapes = shapes
         else:
             first = args[0] if args else next(iter(kwargs.values()))
-            shape = _shapes_of(first)
+            shape = shapes_of(first)
             self.build(shape)
             self._build_shapes = {"input_shape": shape}
         self.built = True
@@ -765,13 +770,15 @@ def _shapes(s):
     return [_shapes(x) for x in s]
 
 
-def _shapes_of(x):
+def shapes_of(x):
+    """The shapes in a structure of tensors / arrays: tuples, in lists and dicts (None for
+    values without a shape), as `build` and `build_config` record them."""
     if isinstance(x, (Tensor, KerasTensor)):
         return tuple(x.shape)
     if isinstance(x, dict):
-        return {k: _shapes_of(v) for k, v in x.items()}
+        return {k: shapes_of(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_shapes_of(v) for v in x]
+        return [shapes_of(v) for v in x]
     if hasattr(x, "shape"):
         return tuple(x.shape)
     return None
@@ -868,9 +875,7 @@ class TensorOpLayer(Layer):
     `x[:, 0]`) become nodes of a functional graph."""
 
     def __init__(self, fn_name, fn_kwargs=None, **kwargs):
-        super().__init__(
-            name=kwargs.pop("name", None) or backend.unique_object_name(fn_name), **kwargs
-        )
+        super().__init__(name=kwargs.pop("name", None) or unique_object_name(fn_name), **kwargs)
         self.fn_name = fn_name
         self.fn_kwargs = dict(fn_kwargs or {})
 

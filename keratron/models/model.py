@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from keratron.layers.layer import Layer, _shapes_of
+from keratron.layers.layer import Layer, shapes_of
 from keratron.layers.node import KerasTensor
 from keratron.models.trainer import Trainer
 
@@ -177,7 +177,7 @@ class Model(Trainer, Layer):
         if not self.built and type(self).build is Model.build:
             # A subclassed model's weights appear as its layers are first called.
             first = args[0] if args else next(iter(kwargs.values()))
-            self._build_shapes = {"input_shape": _shapes_of(first)}
+            self._build_shapes = {"input_shape": shapes_of(first)}
             self.built = True
             return
         super()._maybe_build(args, kwargs)

@@ -8,7 +8,7 @@ as Keras 3 does; until then it calls its layers one after the other.
 from __future__ import annotations
 
 from keratron.layers.input_layer import InputLayer
-from keratron.layers.layer import Layer, _shapes_of
+from keratron.layers.layer import Layer, shapes_of
 from keratron.layers.node import KerasTensor
 from keratron.models.model import Model
 
@@ -165,7 +165,7 @@ class Sequential(Model):
         if self.built:
             return
         first = args[0] if args else next(iter(kwargs.values()))
-        shape = _shapes_of(first)
+        shape = shapes_of(first)
         if _is_shape(shape) and shape:
             # Deferred build: the batch size of the first batch is not part of the model.
             self.build((None,) + tuple(shape[1:]))
