@@ -1,11 +1,11 @@
 """Side-by-side training and inference benchmarks: keratron against PyTorch and Keras.
 
 Each (workload, framework) measurement runs in a fresh process (bench/workloads.py) under
-the right interpreter: the project's venv for keratron, torch and keras3-torch, and
-.venv-peers (made by bench/setup_peers.sh) for keras3-tf and tf.keras. Every process gets
-the same thread budget (intra-op threads as given, one inter-op thread). Frameworks take
-turns within a round, in an order that rotates from round to round, and the best of the
-rounds is kept. One line per workload:
+the right interpreter: the project's venv for keratron, torch, torch-compile, keras3-torch
+and keras3-jax, and .venv-peers (made by bench/setup_peers.sh) for keras3-tf and tf.keras.
+Every process gets the same thread budget (intra-op threads as given, one inter-op thread).
+Frameworks take turns within a round, in an order that rotates from round to round, and the
+best of the rounds is kept. One line per workload:
 
     mlp keratron=1234.5 torch=2345.6 keras3-torch=... keras3-tf=... tf.keras=... ratio=0.53
 
@@ -13,6 +13,11 @@ in samples per second of the timed epoch (higher is better); ratio is keratron o
 other framework. Below it, the peak resident memory (ru_maxrss) of each framework's process.
 A framework that cannot run shows `n/a`, and the reason is printed. The results also go to
 bench/results/latest.json.
+
+With `--co-runner 1,cores` each measurement also runs beside that many busy processes (a
+Python loop each, started just before the measurement and stopped after it; `cores` is one per
+CPU), the same for every framework, taking turns with the quiet run; the lines for that load
+give each framework's speed and, in parentheses, its share of its own quiet speed.
 
 Run: `python bench/run.py` (all workloads, 3 rounds); `--quick` for a fast smoke run;
 `--check` to verify that every implementation trains and that model sizes agree.
@@ -88,14 +93,51 @@ def child_env(threads: int, omp_passive: bool = False) -> dict:
         TF_NUM_INTEROP_THREADS="1",
         TF_CPP_MIN_LOG_LEVEL="2",
         CUDA_VISIBLE_DEVICES="",
+        JAX_PLATFORMS="cpu",
         KERATRON_DEVICE="cpu",
     )
     return env
 
 
-def run_child(python: str, framework: str, workload: str, args, check: bool) -> dict:
-    """One measurement in a fresh process; returns its record, with the peak RSS that the
-    kernel reports for that child."""
+BUSY_LOOP = "while True: pass"
+
+
+class CoRunners:
+    """`n` busy processes (one Python loop each, as a CPU-bound job beside ours) for the
+    duration of a `with` block; none when n is 0."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self):
+        for _ in range(self.n):
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", BUSY_LOOP],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        if self.procs:
+            time.sleep(0.3)  # past the interpreter's start: each one is spinning
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+        self.procs = []
+        return False
+
+
+def run_child(
+    python: str, framework: str, workload: str, args, check: bool, co_runners: int = 0
+) -> dict:
+    """One measurement in a fresh process (beside `co_runners` busy processes); returns its
+    record, with the peak RSS that the kernel reports for that child."""
     cmd = [python, os.path.join(HERE, "workloads.py"), "--framework", framework]
     cmd += ["--workload", workload, "--threads", str(args.threads)]
     if args.quick or check:
@@ -103,7 +145,7 @@ def run_child(python: str, framework: str, workload: str, args, check: bool) -> 
     if check:
         cmd.append("--check")
     base = {"framework": framework, "workload": workload}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, CoRunners(co_runners):
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=err, env=child_env(args.threads, args.omp_passive), cwd=REPO
         )
@@ -153,8 +195,9 @@ def fmt(value, digits=1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def summarise(workload: str, frameworks, records: dict) -> dict:
-    """Best-of-rounds speed and peak memory per framework, and keratron's ratio."""
+def summarise(workload: str, frameworks, records: dict, quiet: dict | None = None) -> dict:
+    """Best-of-rounds speed and peak memory per framework, and keratron's ratio; with `quiet`
+    (the quiet run's summary), each framework's share of its quiet speed too."""
     summary = {"frameworks": {}, "ratio": None}
     for fw in frameworks:
         runs = records[fw]
@@ -171,6 +214,11 @@ def summarise(workload: str, frameworks, records: dict) -> dict:
         else:
             entry.update(status=runs[-1]["status"], reason=runs[-1].get("reason"))
         summary["frameworks"][fw] = entry
+    if quiet is not None:
+        for fw, entry in summary["frameworks"].items():
+            base = quiet["frameworks"][fw].get("samples_per_s")
+            if entry.get("samples_per_s") is not None and base:
+                entry["of_quiet"] = entry["samples_per_s"] / base
     speeds = {fw: e.get("samples_per_s") for fw, e in summary["frameworks"].items()}
     peers = [v for fw, v in speeds.items() if fw != "keratron" and v is not None]
     if speeds.get("keratron") is not None and peers:
@@ -178,10 +226,15 @@ def summarise(workload: str, frameworks, records: dict) -> dict:
     return summary
 
 
-def report_line(workload: str, frameworks, summary: dict) -> str:
+def report_line(workload: str, frameworks, summary: dict, label: str = "") -> str:
     fws = summary["frameworks"]
-    speeds = " ".join(f"{fw}={fmt(fws[fw].get('samples_per_s'))}" for fw in frameworks)
-    lines = [f"{workload} {speeds} ratio={fmt(summary['ratio'], 2)}"]
+
+    def speed(fw):
+        share = fws[fw].get("of_quiet")
+        return fmt(fws[fw].get("samples_per_s")) + ("" if share is None else f" ({share:.0%})")
+
+    speeds = " ".join(f"{fw}={speed(fw)}" for fw in frameworks)
+    lines = [f"{workload}{label} {speeds} ratio={fmt(summary['ratio'], 2)}"]
     rss = " ".join(f"{fw}={fmt(fws[fw].get('maxrss_mb'), 0)}" for fw in frameworks)
     lines.append(f"  peak RSS MB: {rss}")
     for fw in frameworks:
@@ -216,26 +269,40 @@ def bench(args, workloads, frameworks) -> dict:
         f"{', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}",
         flush=True,
     )
+    if args.co_runner:
+        print(f"# and beside {' and '.join(map(str, args.co_runner))} busy process(es)")
     warning = None if args.omp_passive else busy_warning()
     if warning:
         print(warning, flush=True)
+    loads = [0, *args.co_runner]
     results = {}
     for workload in workloads:
-        records = {fw: [] for fw in frameworks}
+        records = {(fw, n): [] for fw in frameworks for n in loads}
         for rnd in range(args.rounds):
-            # Rotate who goes first, so no framework always runs on a cold (or warm) machine.
+            # Rotate who goes first, so no framework always runs on a cold (or warm) machine;
+            # each framework's quiet and loaded runs take turns.
             k = rnd % len(frameworks)
             for fw in frameworks[k:] + frameworks[:k]:
-                python, reason = paths[fw]
-                if python is None:
-                    if not records[fw]:
-                        records[fw].append({"status": "n/a", "reason": reason})
-                    continue
-                if records[fw] and records[fw][-1].get("status") != "ok":
-                    continue  # n/a or crashed: another round would say the same
-                records[fw].append(run_child(python, fw, workload, args, check=False))
-        results[workload] = summarise(workload, frameworks, records)
-        print(report_line(workload, frameworks, results[workload]), flush=True)
+                for n in loads if rnd % 2 == 0 else loads[::-1]:
+                    python, reason = paths[fw]
+                    runs = records[fw, n]
+                    if python is None:
+                        if not runs:
+                            runs.append({"status": "n/a", "reason": reason})
+                        continue
+                    if runs and runs[-1].get("status") != "ok":
+                        continue  # n/a or crashed: another round would say the same
+                    runs.append(run_child(python, fw, workload, args, False, co_runners=n))
+        quiet = summarise(workload, frameworks, {fw: records[fw, 0] for fw in frameworks})
+        results[workload] = quiet
+        print(report_line(workload, frameworks, quiet), flush=True)
+        for n in args.co_runner:
+            loaded = summarise(
+                workload, frameworks, {fw: records[fw, n] for fw in frameworks}, quiet
+            )
+            quiet.setdefault("co_runner", {})[str(n)] = loaded
+            label = f" +{n} busy"
+            print(report_line(workload, frameworks, loaded, label), flush=True)
     return results
 
 
@@ -301,6 +368,13 @@ def main(argv=None) -> int:
         action="store_true",
         help="OMP_WAIT_POLICY=PASSIVE in every process (idle OpenMP threads sleep, not spin)",
     )
+    parser.add_argument(
+        "--co-runner",
+        default="",
+        metavar="N[,N...]",
+        help="also run each measurement beside N busy processes ('cores': one per CPU), "
+        "e.g. 1,cores; prints each framework's share of its quiet speed",
+    )
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per process")
     parser.add_argument("--json", default=DEFAULT_JSON, help="where to write the results")
     args = parser.parse_args(argv)
@@ -317,6 +391,10 @@ def main(argv=None) -> int:
         unknown = [v for v in values if v not in known]
         if unknown or not values:
             parser.error(f"--{name}: expected names from {sorted(known)}, received {unknown}")
+    try:
+        args.co_runner = parse_co_runners(args.co_runner)
+    except ValueError as e:
+        parser.error(f"--co-runner: {e}")
     if args.quick:
         args.rounds = 1
     if args.rounds < 1:
@@ -335,6 +413,7 @@ def main(argv=None) -> int:
         "quick": args.quick or args.check,
         "threads": args.threads,
         "omp_wait_policy": "PASSIVE" if args.omp_passive else "default",
+        "co_runners": args.co_runner,
         "loadavg_at_start": load_at_start,
         "machine": platform.machine(),
         "processor": _cpu_name(),
@@ -346,6 +425,18 @@ def main(argv=None) -> int:
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)
     return 0 if good else 1
+
+
+def parse_co_runners(text: str) -> list[int]:
+    """'1,cores' -> [1, os.cpu_count()]: how many busy processes each loaded run gets."""
+    counts = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        n = (os.cpu_count() or 1) if item == "cores" else int(item) if item.isdigit() else 0
+        if n < 1:
+            raise ValueError(f"expected positive integers or 'cores', received {item!r}")
+        if n not in counts:
+            counts.append(n)
+    return counts
 
 
 def _cpu_name() -> str:

@@ -20,6 +20,16 @@ STAMP=$VENV/.installed-stamp
 LOG=${PEERS_LOG:-bench/results/peers-setup.log}
 WANT="$PINS $NODEPS_PINS"
 
+# The keras3-jax column runs in the project's .venv, beside Keras 3 on torch: pyproject.toml's
+# bench extra (jax[cpu]). If it cannot be installed, that column reads n/a.
+JAX_LOG=$(dirname "$LOG")/jax-setup.log
+if [ -x .venv/bin/python ] && ! .venv/bin/python -c "import jax" >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$LOG")"
+    echo "Installing the bench extra (jax[cpu]) into .venv; log: $JAX_LOG"
+    .venv/bin/python -m pip install -q -e '.[bench]' >"$JAX_LOG" 2>&1 \
+        || echo "jax[cpu] did not install (see $JAX_LOG); keras3-jax will be n/a" >&2
+fi
+
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
     exit 0
 fi

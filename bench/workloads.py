@@ -6,10 +6,12 @@ four hand-written steps for PyTorch), then times one epoch over all samples and 
 samples per second. A predict workload warms up on 4 batches and times one pass.
 
 The Keras-API frameworks share one model definition, `build_keras_model`, written against
-whichever module is passed in (keratron, Keras 3 or tf-keras 2): the same user script. The
-PyTorch column is a hand-written eager loop, the fastest thing most users would write:
-`nn.Module`, `torch.optim.Adam(foreach=True)`, batches sliced from tensors with a fresh
-permutation each epoch, and predict under `torch.inference_mode`.
+whichever module is passed in (keratron, Keras 3 on torch, JAX or TensorFlow, or tf-keras 2):
+the same user script. The PyTorch column is a hand-written eager loop, the fastest thing most
+users would write: `nn.Module`, `torch.optim.Adam(foreach=True)`, batches sliced from tensors
+with a fresh permutation each epoch, and predict under `torch.inference_mode`. The
+torch-compile column is the same loop with the module passed through `torch.compile`
+(inductor, default mode): the warm-up batches compile it.
 
 This file imports no framework at module level, so the peers venv (TensorFlow, no torch)
 runs it too. bench/run.py starts it once per measurement:
@@ -34,7 +36,15 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-FRAMEWORKS = ("keratron", "torch", "keras3-torch", "keras3-tf", "tf.keras")
+FRAMEWORKS = (
+    "keratron",
+    "torch",
+    "torch-compile",
+    "keras3-torch",
+    "keras3-jax",
+    "keras3-tf",
+    "tf.keras",
+)
 # Frameworks that need the TensorFlow venv (.venv-peers) rather than the project's .venv.
 PEER_FRAMEWORKS = ("keras3-tf", "tf.keras")
 WARMUP_BATCHES = 4
@@ -401,10 +411,12 @@ def torch_epoch(torch, model, opt, loss_fn, inputs, targets, batch: int) -> floa
     return float(total) / steps
 
 
-def run_torch(torch, wl: Workload, x, y, check: bool) -> dict:
-    model = build_torch_model(torch, wl)
-    total, trainable = torch_params(model)
+def run_torch(torch, wl: Workload, x, y, check: bool, compiled: bool = False) -> dict:
+    module = build_torch_model(torch, wl)
+    total, trainable = torch_params(module)
     result = {"params": total, "trainable_params": trainable}
+    # torch.compile wraps the module; parameters, train()/eval() and the optimizer are shared.
+    model = torch.compile(module) if compiled else module
     if x.ndim == 4:
         x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     xt = torch.from_numpy(x.astype(np.int64) if wl.model == "lstm" else x)
@@ -429,7 +441,7 @@ def run_torch(torch, wl: Workload, x, y, check: bool) -> dict:
 
     yt = torch.from_numpy(y)
     loss_fn = torch_loss(torch, wl)
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = [p for p in module.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=LEARNING_RATE, foreach=True)
 
     def epoch(inputs, targets):
@@ -453,6 +465,10 @@ def run_torch(torch, wl: Workload, x, y, check: bool) -> dict:
     if check:
         result["loss_after"] = evaluate()
     return result
+
+
+def run_torch_compile(torch, wl: Workload, x, y, check: bool) -> dict:
+    return run_torch(torch, wl, x, y, check, compiled=True)
 
 
 # ----------------------------------------------------------------------------------------
@@ -483,18 +499,20 @@ def _set_tf_threads(tf, threads: int) -> None:
 def import_framework(framework: str, threads: int):
     """Imports `framework`, pins its threads, and returns (run function, module, version)."""
     _limit_threads(threads)
-    if framework == "torch":
+    if framework in ("torch", "torch-compile"):
         import torch
 
         _set_torch_threads(torch, threads)
-        return run_torch, torch, torch.__version__
+        run = run_torch if framework == "torch" else run_torch_compile
+        return run, torch, torch.__version__
     if framework == "keratron":
-        import torch
-
-        _set_torch_threads(torch, threads)
+        # keratron first, as a user's script imports it: it chooses OpenMP's wait policy
+        # before torch loads the runtime (keratron/_openmp.py).
         sys.path.insert(0, REPO)
         import keratron
 
+        torch = sys.modules["torch"]
+        _set_torch_threads(torch, threads)
         return run_keras, keratron, keratron.__version__
     if framework == "keras3-torch":
         os.environ["KERAS_BACKEND"] = "torch"
@@ -504,6 +522,20 @@ def import_framework(framework: str, threads: int):
         import keras
 
         return run_keras, keras, f"{keras.__version__} (torch {torch.__version__})"
+    if framework == "keras3-jax":
+        # XLA's CPU client sizes its thread pool to the machine's cores (no per-process knob);
+        # JAX runs on the CPU only.
+        os.environ["KERAS_BACKEND"] = "jax"
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        try:
+            import jax
+        except ImportError as e:
+            raise Unavailable(
+                f"jax is not importable by {sys.executable} (pip install -e '.[bench]'): {e}"
+            ) from e
+        import keras
+
+        return run_keras, keras, f"{keras.__version__} (jax {jax.__version__})"
     if framework in PEER_FRAMEWORKS:
         try:
             import tensorflow as tf
