@@ -1,7 +1,7 @@
 """`keras.backend`: config accessors, `get_uid`, `clear_session`, `is_keras_tensor`.
 
 The naming helpers live in `keratron.utils.naming`; `get_uid` is re-exported here because
-Keras has it here, and `unique_object_name` / `to_snake_case` for existing callers.
+Keras has it here.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from keratron.config import (
     set_image_data_format,
     standardize_data_format,
 )
-from keratron.utils import naming
-from keratron.utils.naming import clear_session, get_uid, to_snake_case, unique_object_name
+from keratron.utils.naming import clear_session, get_uid
 
 __all__ = [
     "epsilon",
@@ -29,8 +28,6 @@ __all__ = [
     "standardize_data_format",
     "clear_session",
     "get_uid",
-    "unique_object_name",
-    "to_snake_case",
     "backend",
     "Tensor",
     "Variable",
@@ -38,9 +35,6 @@ __all__ = [
     "is_tensor",
     "is_keras_tensor",
 ]
-
-# The estimator's tracing saves and restores the counts through this name.
-_counters = naming.uid_counters
 
 
 def backend() -> str:
