@@ -31,14 +31,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "keratron/saving/config_compat.py",
         "keratron.layers.layer._ALLOWED_KWARGS",
     ): "import keratron.layers.layer.ALLOWED_KWARGS (public now)",
-    (
-        "keratron/estimator/_tracing.py",
-        "keratron.feature_column._fingerprint.is_string_array",
-    ): "import it from keratron.feature_column (re-exported there now)",
-    (
-        "keratron/estimator/_tracing.py",
-        "keratron.feature_column._fingerprint.strings_to_fingerprints",
-    ): "import it from keratron.feature_column (re-exported there now)",
 }
 
 

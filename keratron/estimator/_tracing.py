@@ -106,7 +106,7 @@ def trainable_variables() -> list:
 
 # ---------------------------------------------------------------------------- inputs
 def _leaf_to_tensor(x, device):
-    from keratron.feature_column._fingerprint import is_string_array, strings_to_fingerprints
+    from keratron.feature_column import is_string_array, strings_to_fingerprints
 
     if isinstance(x, Variable):
         raise TypeError("input_fn returned a Variable; return tensors or arrays.")
