@@ -27,10 +27,6 @@ PACKAGE = "keratron"
 # import is gone (an entry that matches nothing is reported, as a reminder).
 # {(file relative to the repository, imported dotted name): how to fix it}
 KNOWN: dict[tuple[str, str], str] = {
-    (
-        "keratron/saving/config_compat.py",
-        "keratron.layers.layer._ALLOWED_KWARGS",
-    ): "import keratron.layers.layer.ALLOWED_KWARGS (public now)",
 }
 
 

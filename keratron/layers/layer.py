@@ -28,7 +28,6 @@ __all__ = ["Layer", "InputSpec", "TensorOpLayer"]
 ALLOWED_KWARGS = frozenset(
     {"input_shape", "input_dim", "batch_input_shape", "batch_size", "weights"}
 )
-_ALLOWED_KWARGS = ALLOWED_KWARGS  # until keratron.saving.config_compat reads ALLOWED_KWARGS
 
 
 class InputSpec:

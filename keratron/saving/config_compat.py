@@ -354,7 +354,7 @@ def _tensor_specs(spec):
 def _accepted_arguments(cls) -> tuple[set, bool]:
     """Constructor argument names accepted along the class hierarchy, and whether a
     `**kwargs` is accepted with no known base to forward to (then anything goes)."""
-    from keratron.layers.layer import _ALLOWED_KWARGS, Layer
+    from keratron.layers.layer import ALLOWED_KWARGS, Layer
 
     names: set = set()
     for klass in cls.__mro__:
@@ -371,7 +371,7 @@ def _accepted_arguments(cls) -> tuple[set, bool]:
             if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name != "self"
         )
         if klass is Layer:
-            names.update(_ALLOWED_KWARGS)
+            names.update(ALLOWED_KWARGS)
             return names, False
         if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
             return names, False
