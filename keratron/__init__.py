@@ -34,6 +34,7 @@ from keratron import losses  # noqa: E402
 from keratron import metrics  # noqa: E402
 from keratron import backend  # noqa: E402
 from keratron import activations, constraints, initializers, regularizers  # noqa: E402
+from keratron import mixed_precision  # noqa: E402
 from keratron import layers  # noqa: E402
 from keratron import callbacks  # noqa: E402
 from keratron import models  # noqa: E402
@@ -82,6 +83,13 @@ _install(
     {"serialize": saving.serialize_keras_object, "deserialize": saving.deserialize_keras_object},
 )
 
+# Keras names LossScaleOptimizer under keras.mixed_precision too, and keras.config holds the
+# dtype-policy functions; both are defined on floors above those packages.
+_install(mixed_precision, {"LossScaleOptimizer": optimizers.LossScaleOptimizer})
+config.set_dtype_policy = mixed_precision.set_dtype_policy
+config.dtype_policy = mixed_precision.dtype_policy
+DTypePolicy = mixed_precision.DTypePolicy
+
 __version__ = "0.1.0"
 
 
@@ -98,6 +106,7 @@ __all__ = [
     "Loss",
     "Metric",
     "Optimizer",
+    "DTypePolicy",
     "Model",
     "Sequential",
     "Tensor",
@@ -122,6 +131,7 @@ __all__ = [
     "layers",
     "losses",
     "metrics",
+    "mixed_precision",
     "models",
     "ops",
     "optimizers",

@@ -424,6 +424,61 @@ def write_count(variable: Variable) -> int:
     return variable._writes
 
 
+# Mixed precision (Keras's AutocastScope): inside the call of a layer whose compute dtype
+# differs from its variable dtype, float variables with `autocast=True` are read in the
+# compute dtype. The cast is an op, so gradients flow back to the float32 variable.
+_autocast = threading.local()
+
+
+@contextlib.contextmanager
+def autocast_scope(dtype):
+    """Reads autocast float Variables as `dtype` (a float dtype; None: no cast) within.
+
+    Example:
+        >>> v = keratron.Variable([1.0])
+        >>> with autocast_scope("bfloat16"):
+        ...     keratron.ops.add(v, 0.0).dtype
+        'bfloat16'
+    """
+    target = None if dtype is None else to_torch_dtype(dtype)
+    if target is not None and not target.is_floating_point:
+        raise ValueError(
+            "autocast_scope: the target dtype must be a float type such as 'bfloat16'. "
+            f"Received: dtype={dtype!r}"
+        )
+    previous = getattr(_autocast, "dtype", None)
+    _autocast.dtype = target
+    try:
+        yield
+    finally:
+        _autocast.dtype = previous
+
+
+def autocast_dtype() -> str | None:
+    """The dtype of the innermost `autocast_scope`, or None outside one."""
+    target = getattr(_autocast, "dtype", None)
+    return None if target is None else standardize_dtype(target)
+
+
+def maybe_autocast(x):
+    """`x` itself, or, for an autocast float Variable read in an `autocast_scope`, its value
+    cast to the scope's dtype (what every op sees of the variable)."""
+    target = getattr(_autocast, "dtype", None)
+    if (
+        target is None
+        or not isinstance(x, Variable)
+        or not x.autocast
+        or x._value.dtype is target
+        or not x._value.is_floating_point()
+    ):
+        return x
+    _autocast.dtype = None  # ops.cast reads its input through here too
+    try:
+        return _op("cast")(x, target)
+    finally:
+        _autocast.dtype = target
+
+
 def _tracing() -> bool:
     from keratron.autodiff.primitive import trace_state
 
@@ -468,6 +523,7 @@ def convert_to_tensor(x, dtype=None, sparse=None, device=None) -> Tensor:
     """
     tdtype = None if dtype is None else to_torch_dtype(dtype)
     if isinstance(x, Tensor):
+        x = maybe_autocast(x)
         if tdtype is not None and x._value.dtype != tdtype:
             # Through ops.cast (the cast primitive), so that tapes and traces see it.
             x = _op("cast")(x, tdtype)

@@ -8,6 +8,7 @@ mask and activity-regularization loss.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
@@ -17,9 +18,16 @@ import torch
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
-from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
+from keratron.autodiff.tensor import (
+    Tensor,
+    Variable,
+    autocast_dtype,
+    autocast_scope,
+    convert_to_tensor,
+)
 from keratron.config import floatx
 from keratron.layers.node import KerasTensor, Node
+from keratron.mixed_precision import policy as dtype_policies
 from keratron.utils.naming import to_snake_case, unique_object_name
 
 __all__ = ["Layer", "InputSpec", "TensorOpLayer"]
@@ -181,6 +189,9 @@ class _NameScopes(threading.local):
 _scopes = _NameScopes()
 
 
+_NO_SCOPE = contextlib.nullcontext()
+
+
 class _LayerScope:
     """Opens `layer`'s name scope, as Keras does around a layer's build, call and weight
     creation: variables created inside are named `"<outer>/<layer>/<variable>"`. A layer
@@ -275,7 +286,12 @@ class Layer:
                 f"Argument `name` must be a string and cannot contain '/'. Received: name={name!r}"
             )
         self._trainable = bool(trainable)
-        self._dtype = standardize_dtype(dtype) if dtype is not None else None
+        # A policy given, else the global one if set; None follows floatx().
+        self._dtype = (
+            dtype_policies.get(dtype)
+            if dtype is not None
+            else dtype_policies.explicit_global_policy()
+        )
         self.autocast = autocast
         self.activity_regularizer = regularizers.get(activity_regularizer)
         self.built = False
@@ -326,17 +342,53 @@ class Layer:
 
     # ----------------------------------------------------------------------- properties
     @property
+    def dtype_policy(self) -> dtype_policies.DTypePolicy:
+        """The layer's `DTypePolicy` (its `dtype=` argument, else the global policy)."""
+        policy = self._dtype
+        if isinstance(policy, dtype_policies.DTypePolicy):
+            return policy
+        return dtype_policies.DTypePolicy(policy or floatx())
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._dtype = dtype_policies.get(value)
+
+    @property
     def dtype(self) -> str:
-        """The layer's compute and variable dtype."""
-        return self._dtype or floatx()
+        """The dtype of the layer's variables (as in Keras 3: `dtype_policy.variable_dtype`)."""
+        return self.variable_dtype
 
     @property
     def compute_dtype(self) -> str:
-        return self.dtype
+        """The dtype the layer computes in: float inputs are cast to it."""
+        policy = self._dtype
+        if isinstance(policy, dtype_policies.DTypePolicy):
+            return policy.compute_dtype
+        return policy or floatx()
 
     @property
     def variable_dtype(self) -> str:
-        return self.dtype
+        """The dtype `add_weight` creates variables in."""
+        policy = self._dtype
+        if isinstance(policy, dtype_policies.DTypePolicy):
+            return policy.variable_dtype
+        return policy or floatx()
+
+    def _autocast_scope(self):
+        """Keras's rule for the variable autocast scope of this layer's call: opened when the
+        policy is mixed, switched to this layer's compute dtype inside another layer's scope,
+        and cleared for layers that do not autocast or compute in a non-float type."""
+        current = autocast_dtype()
+        compute = self.compute_dtype
+        if current is not None:
+            if not self.autocast or "float" not in compute:
+                return autocast_scope(None)
+            if current != compute:
+                return autocast_scope(compute)
+            return _NO_SCOPE
+        if compute != self.variable_dtype and self.autocast and "float" in compute:
+            return autocast_scope(compute)
+        return _NO_SCOPE
 
     @property
     def path(self) -> str:
@@ -560,7 +612,7 @@ class Layer:
     def __call__(self, *args, **kwargs):
         flat = tree.flatten([list(args), kwargs])
         if any(isinstance(x, KerasTensor) for x in flat):
-            with _LayerScope(self):
+            with _LayerScope(self), self._autocast_scope():
                 return self._symbolic_call(args, kwargs)
         if not args and "inputs" not in kwargs:
             raise ValueError(f"Layer '{self.name}' was called without inputs.")
@@ -575,7 +627,7 @@ class Layer:
                 args[i] = convert_to_tensor(args[i])
         # (2) input spec
         _check_input_spec(self.input_spec, args[0] if args else kwargs["inputs"], self.name)
-        with _LayerScope(self):
+        with _LayerScope(self), self._autocast_scope():
             return self._scoped_call(args, kwargs)
 
     def _scoped_call(self, args, kwargs):
@@ -726,7 +778,11 @@ class Layer:
     # ----------------------------------------------------------------------- config
     def get_config(self) -> dict:
         """The constructor arguments that recreate this layer (Keras's base keys)."""
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        policy = self.dtype_policy
+        # Mixed policies are stored as Keras 3 does (a serialized DTypePolicy); plain ones as
+        # their dtype name, which Keras reads too.
+        dtype = dtype_policies.serialize(policy) if policy.is_mixed else policy.name
+        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype}
         if self._batch_input_shape_arg is not None:
             config["batch_input_shape"] = self._batch_input_shape_arg
         if self.activity_regularizer is not None:
@@ -844,6 +900,11 @@ def _run_filled(layer, args, kwargs, fill):
 
         a = tree.map_structure(conv, list(args)) if args else []
         k = {key: tree.map_structure(conv, v) for key, v in kwargs.items()}
+        # As in an eager call: float inputs reach `call` in the layer's compute dtype.
+        if a:
+            a[0] = layer._convert_inputs(a[0])
+        elif "inputs" in k:
+            k["inputs"] = layer._convert_inputs(k["inputs"])
         if "training" in layer._call_params and k.get("training") is None:
             k["training"] = False
         if "mask" in layer._call_params and k.get("mask") is None:

@@ -56,9 +56,11 @@ def deserialize_layer(config, custom_objects=None):
         )
     inner = dict(config.get("config", {}))
     dtype = inner.get("dtype")
-    if isinstance(dtype, dict):  # a Keras 3 DTypePolicy: keep its dtype name
+    if isinstance(dtype, dict):  # a Keras 3 DTypePolicy: a mixed policy's name, else its dtype
         policy = dtype.get("config", {}).get("name")
-        inner["dtype"] = policy.split("_")[-1] if isinstance(policy, str) else None
+        if isinstance(policy, str) and not policy.startswith("mixed_"):
+            policy = policy.split("_")[-1]
+        inner["dtype"] = policy if isinstance(policy, str) else None
     if "custom_objects" in inspect.signature(cls.from_config).parameters:
         return cls.from_config(inner, custom_objects=custom_objects)
     return cls.from_config(inner)

@@ -95,10 +95,12 @@ def _standardize_layer_config(class_name, config: dict) -> dict:
     """Maps Keras-only config entries onto what keratron layers take."""
     config = dict(config)
     dtype = config.get("dtype")
-    if isinstance(dtype, dict):  # a Keras 3 DTypePolicy: keep its (compute) dtype name
-        inner = dtype.get("config", {})
+    if isinstance(dtype, dict):  # a Keras 3 DTypePolicy: keep a mixed policy's name, else
+        inner = dtype.get("config", {})  # the dtype name (of a quantized policy too)
         name = inner.get("name") if isinstance(inner, dict) else None
-        config["dtype"] = name.split("_")[-1] if isinstance(name, str) else None
+        if isinstance(name, str) and not name.startswith("mixed_"):
+            name = name.split("_")[-1]
+        config["dtype"] = name if isinstance(name, str) else None
         if config["dtype"] is None:
             config.pop("dtype")
     if class_name == "InputLayer" and not config.get("ragged"):

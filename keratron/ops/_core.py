@@ -8,7 +8,7 @@ import torch
 from keratron import config
 from keratron.autodiff.dtypes import standardize_dtype, to_torch_dtype
 from keratron.autodiff.primitive import Primitive
-from keratron.autodiff.tensor import Tensor, convert_to_tensor
+from keratron.autodiff.tensor import Tensor, convert_to_tensor, maybe_autocast
 
 __all__ = ["Primitive", "Tensor", "as_tensor", "on_device", "pair", "scalar_like", "to_torch_dtype"]
 
@@ -18,7 +18,7 @@ _scalar_cache: dict = {}
 def as_tensor(x, dtype=None) -> Tensor:
     """Converts op arguments to Tensors (numpy, Python and torch values accepted)."""
     if isinstance(x, Tensor) and dtype is None:
-        return x
+        return maybe_autocast(x)
     return convert_to_tensor(x, dtype=dtype)
 
 
@@ -52,6 +52,7 @@ def _is_py_scalar(v) -> bool:
 def pair(x, y) -> tuple[Tensor, Tensor]:
     """Converts binary-op operands; scalars follow the other operand, numpy arrays move to the
     other operand's device."""
+    x, y = maybe_autocast(x), maybe_autocast(y)
     xt = isinstance(x, Tensor)
     yt = isinstance(y, Tensor)
     if xt and yt:

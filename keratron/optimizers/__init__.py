@@ -11,6 +11,7 @@ from keratron.optimizers.adamax import Adamax
 from keratron.optimizers.base_optimizer import Optimizer
 from keratron.optimizers.ftrl import Ftrl
 from keratron.optimizers.lion import Lion
+from keratron.optimizers.loss_scale_optimizer import LossScaleOptimizer
 from keratron.optimizers.nadam import Nadam
 from keratron.optimizers.rmsprop import RMSprop
 from keratron.optimizers.sgd import SGD
@@ -27,13 +28,27 @@ __all__ = [
     "Nadam",
     "Ftrl",
     "Lion",
+    "LossScaleOptimizer",
     "schedules",
     "get",
     "serialize",
     "deserialize",
 ]
 
-ALL_OBJECTS = (Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam, Ftrl, Lion)
+ALL_OBJECTS = (
+    Optimizer,
+    SGD,
+    Adam,
+    AdamW,
+    RMSprop,
+    Adagrad,
+    Adadelta,
+    Adamax,
+    Nadam,
+    Ftrl,
+    Lion,
+    LossScaleOptimizer,
+)
 ALL_OBJECTS_DICT = {cls.__name__.lower(): cls for cls in ALL_OBJECTS}
 
 

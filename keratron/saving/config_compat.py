@@ -385,8 +385,9 @@ def _normalize_layer_config(cls, config: dict, custom_objects) -> dict:
     config = {k: _normalize(v, custom_objects) for k, v in config.items()}
     if isinstance(config.get("dtype"), dict):
         config["dtype"] = _policy_name(config["dtype"])
-        if "_" in str(config["dtype"]):  # mixed policies ("mixed_float16") keep the compute type
-            config["dtype"] = str(config["dtype"]).split("_")[-1]
+        name = str(config["dtype"])
+        if "_" in name and not name.startswith("mixed_"):  # a quantized policy: its dtype
+            config["dtype"] = name.split("_")[-1]
     if issubclass(cls, Functional) and isinstance(config.get("layers"), list):
         _renumber_nested_model_nodes(config)
     if issubclass(cls, (Functional, Sequential)):
