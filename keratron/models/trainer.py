@@ -122,7 +122,8 @@ class Trainer:
             run_eagerly: run the steps as plain Python (no graph tracing).
             steps_per_execution: batches processed per call of the step function.
             jit_compile: kept for Keras compatibility; "auto" resolves to False.
-            auto_scale_loss: kept for Keras compatibility (loss scaling is the optimizer's).
+            auto_scale_loss: under the "mixed_float16" policy, wrap the optimizer in a
+                `LossScaleOptimizer` (as Keras does).
 
         Example:
             >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
@@ -138,6 +139,16 @@ class Trainer:
                 f"Received: steps_per_execution={steps_per_execution}"
             )
         self.optimizer = optimizers.get(optimizer)
+        if (
+            auto_scale_loss
+            and self.optimizer is not None
+            and self.dtype_policy.name == "mixed_float16"
+            and not isinstance(self.optimizer, optimizers.LossScaleOptimizer)
+        ):
+            # As Keras: float16 gradients underflow without dynamic loss scaling.
+            self.optimizer = optimizers.LossScaleOptimizer(
+                self.optimizer, name="loss_scale_optimizer"
+            )
         output_names = getattr(self, "output_names", None)
         if loss is not None:
             self._compile_loss = CompileLoss(loss, loss_weights, output_names=output_names)
