@@ -144,6 +144,40 @@ def device(name: str):
         stack.pop()
 
 
+# ---------------------------------------------------------------------------- CUDA graphs
+_cuda_graphs: bool | None = None  # resolved from KERATRON_CUDA_GRAPHS when None
+
+
+def set_cuda_graphs(enabled: bool | None) -> None:
+    """Lets a compiled step on CUDA replay as one CUDA graph.
+
+    On by default. The train, test and predict steps of `fit`, `evaluate` and `predict` (and a
+    `keratron.function(..., cuda_graphs=True)`) are captured as one `torch.cuda.CUDAGraph` per
+    input signature after a warm-up call and replayed; a step that cannot be captured runs
+    as before, with one warning naming the cause. Off, every step runs uncaptured. CPU steps
+    are never captured. None re-reads KERATRON_CUDA_GRAPHS ("0" is off).
+
+    Example:
+        >>> keratron.config.set_cuda_graphs(False)
+        >>> keratron.config.cuda_graphs()
+        False
+        >>> keratron.config.set_cuda_graphs(None)
+    """
+    global _cuda_graphs
+    _cuda_graphs = None if enabled is None else bool(enabled)
+
+
+def cuda_graphs() -> bool:
+    """Whether compiled steps on CUDA may replay as CUDA graphs: `set_cuda_graphs`, else
+    KERATRON_CUDA_GRAPHS ("1" or unset on, "0" off)."""
+    if _cuda_graphs is not None:
+        return _cuda_graphs
+    env = os.environ.get("KERATRON_CUDA_GRAPHS", "1").strip().lower()
+    if env not in ("0", "1", "", "false", "true", "off", "on"):
+        raise ValueError(f"KERATRON_CUDA_GRAPHS must be 0 or 1. Received: {env!r}")
+    return env not in ("0", "false", "off")
+
+
 # ---------------------------------------------------------------------------- host memory
 _host_memory_cache: bool | None = None  # resolved from KERATRON_HOST_MEMORY_CACHE when None
 

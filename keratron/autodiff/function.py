@@ -85,7 +85,9 @@ def _cache_key(args, kwargs, leaves):
 class Function:
     """A traced-and-compiled callable; see `function`."""
 
-    def __init__(self, fn, input_signature=None, reduce_retracing=False, jit_compile=None):
+    def __init__(
+        self, fn, input_signature=None, reduce_retracing=False, jit_compile=None, cuda_graphs=False
+    ):
         name = getattr(fn, "__name__", type(fn).__name__)
         if reduce_retracing:
             raise ValueError(
@@ -101,6 +103,8 @@ class Function:
                 f"leave jit_compile unset. Received: jit_compile={jit_compile!r}"
             )
         self._fn = fn
+        self.cuda_graphs = bool(cuda_graphs)
+        self._graph_warnings: set = set()  # causes already warned about (cuda_graphs)
         self.input_signature = _check_input_signature(input_signature, name)
         self._cache: dict = {}
         self.trace_count = 0
@@ -129,7 +133,7 @@ class Function:
         except TypeError:  # no weak references to obj (__slots__ without __weakref__)
             ref = _StrongRef(obj)
             method = self._fn.__get__(obj, objtype)
-        f = Function(method, self.input_signature)
+        f = Function(method, self.input_signature, cuda_graphs=self.cuda_graphs)
         return self._bound.setdefault(id(obj), (ref, f))[1]
 
     def __call__(self, *args, **kwargs):
@@ -204,7 +208,22 @@ class Function:
                 "call after its first trace. Variables may be created only while the function "
                 "is traced for the first time (e.g. layers building in the first step)."
             )
-        return trace.compile(out, [isinstance(x, np.ndarray) for x in leaves])
+        compiled = trace.compile(out, [isinstance(x, np.ndarray) for x in leaves])
+        if self.cuda_graphs:
+            from keratron.autodiff import cuda_graphs
+
+            # The step runs where its tensor arguments are (else where its variables are).
+            device = next(
+                (
+                    x._value.device
+                    for x in leaves
+                    if isinstance(x, Tensor) and not isinstance(x, Variable)
+                ),
+                None,
+            )
+            name = getattr(self._fn, "__name__", "")
+            cuda_graphs.attach(compiled, name, self._graph_warnings, device)
+        return compiled
 
     def _note_retrace(self, args, kwargs):
         names = _argument_names(self._fn, args, kwargs)
@@ -351,7 +370,9 @@ def _argument_names(fn, args, kwargs):
     return _parameter_names(fn)[: len(args)] + list(kwargs)
 
 
-def function(fn=None, input_signature=None, reduce_retracing=False, jit_compile=None):
+def function(
+    fn=None, input_signature=None, reduce_retracing=False, jit_compile=None, cuda_graphs=False
+):
     """Compiles `fn` by tracing it per input signature, like `tf.function`.
 
     The Python body runs once per signature (tensor shapes/dtypes and Python values);
@@ -368,6 +389,12 @@ def function(fn=None, input_signature=None, reduce_retracing=False, jit_compile=
         reduce_retracing: only False is supported (a `ValueError` says so otherwise).
         jit_compile: only None or False: there is no XLA, and every keratron.function is
             compiled already (a `ValueError` says so otherwise).
+        cuda_graphs: on CUDA, capture each signature's plan as one CUDA graph after a
+            warm-up call and replay it (see `keratron.autodiff.cuda_graphs`; the steps of
+            `fit`, `evaluate` and `predict` ask for it). Capture also needs
+            `keratron.config.cuda_graphs()`; a plan that cannot be captured runs uncaptured
+            with one warning. Outputs are fresh tensors; inputs are copied into the graph's
+            static buffers. No effect on CPU.
 
     Example:
         >>> @keratron.function
@@ -382,5 +409,6 @@ def function(fn=None, input_signature=None, reduce_retracing=False, jit_compile=
             input_signature=input_signature,
             reduce_retracing=reduce_retracing,
             jit_compile=jit_compile,
+            cuda_graphs=cuda_graphs,
         )
-    return Function(fn, input_signature, reduce_retracing, jit_compile)
+    return Function(fn, input_signature, reduce_retracing, jit_compile, cuda_graphs)

@@ -444,6 +444,8 @@ class CompiledFunction:
         # [the prelude's values or None, the (tensor, version) of each variable it read]
         self._pre: list = [None, None]
         self._replay = _codegen(graph, steps, in_slots, out_items, prelude)
+        # A cuda_graphs.GraphedStep when keratron.function captures this plan on CUDA.
+        self.graphed = None
 
     @property
     def num_nodes(self) -> int:
@@ -493,6 +495,21 @@ class CompiledFunction:
         return "\n".join(lines)
 
     def run(self, leaves):
+        """Replays the plan on a call's flattened arguments; returns the fetches."""
+        if self.graphed is not None:  # on CUDA: a CUDA graph (see cuda_graphs.GraphedStep)
+            return self.graphed.run(leaves)
+        return self.run_uncaptured(leaves)
+
+    def run_uncaptured(self, leaves):
+        """`run` through the straight-line replay, never through a CUDA graph."""
+        inputs = self.input_values(leaves)
+        if self.prelude is not None:
+            self._check_prelude()
+        values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
+        return self.pack_outputs(values)
+
+    def input_values(self, leaves) -> list:
+        """The torch values of a call's tensor arguments, in placeholder order."""
         inputs = []
         for x in leaves:
             if isinstance(x, Tensor):
@@ -500,14 +517,16 @@ class CompiledFunction:
                     inputs.append(x._value)
             elif isinstance(x, np.ndarray):
                 inputs.append(convert_to_tensor(x)._value)
-        if self.prelude is not None:
-            self._check_prelude()
-        values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
+        return inputs
+
+    def pack_outputs(self, values, copy: bool = True):
+        """The fetches' structure around the replay's output values (`copy`: clone those
+        that are a variable's, a constant's or the prelude's storage)."""
         results = []
-        for (kind, v), value, copy in zip(self.out_items, values, self._copy_out):
+        for (kind, v), value, kept in zip(self.out_items, values, self._copy_out):
             if kind == "slot":
                 # Never hand out a variable's or a constant's storage.
-                results.append(Tensor(value.clone() if copy else value))
+                results.append(Tensor(value.clone() if copy and kept else value))
             else:
                 results.append(v)
         return tree.pack_sequence_as(self.out_structure, results)

@@ -68,7 +68,7 @@ class Node:
         self.inputs = list(inputs)  # slot ids (None for absent optional inputs)
         self.outputs = list(outputs)  # slot ids
         self.fn = fn
-        self.var = var
+        self.var = var  # the assigned Variable; for an effect, the tuple of those it updates
 
     @property
     def is_effect(self) -> bool:
@@ -202,7 +202,8 @@ class Graph:
         """Records `fn(*input_values)` to run at this point of every replay (it may mutate the
         given `variables`, whose later reads become new values)."""
         ins = [self.slot(x) for x in inputs]
-        self.nodes.append(Node("effect", ins, [], fn=fn))
+        variables = tuple(variables)
+        self.nodes.append(Node("effect", ins, [], fn=fn, var=variables))
         for v in variables:
             self._var_version[id(v)] = self._var_version.get(id(v), 0) + 1
 

@@ -25,6 +25,8 @@ class Adagrad(Optimizer):
         >>> opt.apply([keratron.convert_to_tensor([1.0])], [w])
     """
 
+    _update_is_graph_safe = True  # on CUDA its update makes no host read
+
     def __init__(
         self,
         learning_rate=0.001,

@@ -35,6 +35,8 @@ class Adam(Optimizer):
         0.9
     """
 
+    _update_is_graph_safe = True  # on CUDA its update makes no host read
+
     def __init__(
         self,
         learning_rate=0.001,
@@ -184,6 +186,8 @@ class AdamW(Adam):
         >>> opt = keratron.optimizers.AdamW(learning_rate=0.01, weight_decay=0.1)
         >>> opt.exclude_from_weight_decay(var_names=["bias"])
     """
+
+    _update_is_graph_safe = True  # on CUDA its update makes no host read
 
     def __init__(
         self,

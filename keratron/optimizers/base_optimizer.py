@@ -676,7 +676,48 @@ class Optimizer:
         def run(*values):
             self._apply_values(list(values), kept)
 
+        # For whole-step CUDA graphs (autodiff.cuda_graphs): whether this update may be
+        # captured, decided when the plan is analysed.
+        run.capture_name = f"optimizer '{self.name}' update"
+        run.capture_check = lambda: self._graph_capture_blocker(kept)
         record_effect(run, checked, variables=list(kept) + self.variables)
+
+    # Set True, in its own class body, by each optimizer whose `_update_group` was checked to
+    # launch only device work on CUDA (no host read of a tensor, no data-dependent shape).
+    _update_is_graph_safe = False
+
+    def _graph_capture_blocker(self, variables) -> str | None:
+        """Why this optimizer's update, as it runs on CUDA, cannot be captured in a CUDA
+        graph (its Python runs once, at capture; replays repeat only its kernels), or None.
+        Conservative: what was not checked does not capture."""
+        from keratron.distribute.hooks import strategy_in_scope
+
+        what = f"optimizer '{self.name}'"
+        if not type(self).__dict__.get("_update_is_graph_safe", False):
+            return (
+                f"{what} ({type(self).__name__}) has an update rule not checked for CUDA "
+                "graphs (set _update_is_graph_safe in its class once it makes no host reads)"
+            )
+        if self.gradient_accumulation_steps:
+            return f"{what} accumulates gradients: whether a step updates is read on the host"
+        lr = self._learning_rate
+        if isinstance(lr, lrs.LearningRateSchedule):
+            return (
+                f"{what}'s learning-rate schedule {type(lr).__name__} runs eager ops on "
+                "host-made constants inside the step"
+            )
+        if not isinstance(lr, Variable):
+            return f"{what}'s learning_rate is a Python callable, called on the host each step"
+        constrained = [v.path for v in variables if v.constraint is not None]
+        if constrained:
+            return (
+                f"{what} applies the constraint of {constrained[0]!r} with eager ops inside the "
+                "step"
+            )
+        strategy = self.__dict__.get("_distribute_strategy") or strategy_in_scope()
+        if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
+            return f"{what} all-reduces gradients across workers inside the step"
+        return None
 
     def _gradient_value(self, g, variable) -> torch.Tensor:
         if isinstance(g, Tensor):

@@ -26,6 +26,8 @@ class Lion(Optimizer):
         array([0.9], dtype=float32)
     """
 
+    _update_is_graph_safe = True  # on CUDA its update makes no host read
+
     def __init__(
         self,
         learning_rate=0.001,

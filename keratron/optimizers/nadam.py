@@ -31,6 +31,8 @@ class Nadam(Optimizer):
         >>> opt.apply([keratron.convert_to_tensor([2.0])], [w])
     """
 
+    _update_is_graph_safe = True  # on CUDA its update makes no host read
+
     def __init__(
         self,
         learning_rate=0.001,

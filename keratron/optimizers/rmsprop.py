@@ -30,6 +30,8 @@ class RMSprop(Optimizer):
         9.68377
     """
 
+    _update_is_graph_safe = True  # on CUDA its update makes no host read
+
     def __init__(
         self,
         learning_rate=0.001,

@@ -1,0 +1,419 @@
+"""Whole-step CUDA graphs: the capture plan (checked on CPU), the switch, the capture
+bookkeeping with a stand-in for the CUDA graph, and the real capture on CUDA (skipped without
+a GPU)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import keratron
+from keratron import config
+from keratron.autodiff import cuda_graphs
+from keratron.autodiff.cuda_graphs import GraphedStep, capture_plan
+from keratron.autodiff.function import record_effect
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def _model(units=3, loss="mse", optimizer=None, layers=(), metrics=None, inputs=4):
+    model = keratron.Sequential(
+        [keratron.Input(shape=(inputs,)), *layers, keratron.layers.Dense(units)]
+    )
+    model.compile(optimizer=optimizer or keratron.optimizers.Adam(1e-2), loss=loss, metrics=metrics)
+    return model
+
+
+def _batch(n=8, inputs=4, units=3, sparse=False, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, inputs)).astype("float32")
+    y = rng.integers(0, units, n) if sparse else rng.standard_normal((n, units)).astype("float32")
+    return keratron.convert_to_tensor(x), keratron.convert_to_tensor(y)
+
+
+def _train_plan(model, batch):
+    f = keratron.function(model.train_step, cuda_graphs=True)
+    return capture_plan(f.get_concrete_graph(batch))
+
+
+# ------------------------------------------------------------------------------ the plan
+def test_pure_function_is_capturable():
+    f = keratron.function(lambda x: keratron.ops.tanh(x) * 2.0, cuda_graphs=True)
+    compiled = f.get_concrete_graph(np.ones((2, 3), "float32"))
+    plan = capture_plan(compiled)
+    assert plan.capturable and plan.reason is None and plan.reasons == []
+    assert plan.static_inputs == compiled.in_slots == [0]
+    assert plan.written == [] and plan.device_resident == []
+    assert "tanh" in plan.nodes
+
+
+def test_train_step_plan_keeps_optimizer_and_metric_state_on_the_device():
+    model = _model()
+    plan = _train_plan(model, _batch())
+    assert plan.capturable, plan.reason
+    opt = model.optimizer
+    paths = set(plan.device_resident)
+    # weights, optimizer iteration, learning rate and slots, loss tracker: all read in place
+    for v in model.trainable_variables + opt.variables + model.metrics_variables:
+        assert v.path in paths
+    assert f"{opt.name}/iteration" in paths and f"{opt.name}/learning_rate" in paths
+    written = {id(v) for v in plan.written}
+    assert id(opt.iterations) in written
+    assert all(id(v) in written for v in model.trainable_variables)
+    assert f"optimizer '{opt.name}' update" in plan.nodes
+    assert any(n.startswith("assign") for n in plan.nodes)  # the loss tracker's update
+    assert len(plan.static_inputs) == 2  # x and y, each copied into a static buffer
+
+
+def test_sparse_labels_are_not_capturable_and_the_cause_is_named():
+    model = _model(loss="sparse_categorical_crossentropy")
+    plan = _train_plan(model, _batch(sparse=True))
+    assert not plan.capturable
+    assert "check_class_ids" in plan.reason
+
+
+def test_random_draws_are_not_capturable():
+    model = _model(layers=[keratron.layers.Dropout(0.5)])
+    plan = _train_plan(model, _batch())
+    assert not plan.capturable
+    assert "random_dropout_mask" in plan.reason and "host-side seed" in plan.reason
+    # the same model without randomness at inference is capturable
+    f = keratron.function(model.predict_step, cuda_graphs=True)
+    assert capture_plan(f.get_concrete_graph((_batch()[0],))).capturable
+
+
+@pytest.mark.parametrize(
+    "optimizer, expected",
+    [
+        (
+            lambda: keratron.optimizers.SGD(
+                keratron.optimizers.schedules.ExponentialDecay(0.1, 10, 0.9)
+            ),
+            "learning-rate schedule ExponentialDecay",
+        ),
+        (lambda: keratron.optimizers.SGD(lambda: 0.1), "Python callable"),
+        (lambda: keratron.optimizers.Adam(gradient_accumulation_steps=2), "accumulates"),
+    ],
+)
+def test_optimizer_host_reads_block_capture(optimizer, expected):
+    plan = _train_plan(_model(optimizer=optimizer()), _batch())
+    assert not plan.capturable
+    assert expected in plan.reason
+
+
+def test_unchecked_optimizer_subclass_is_not_capturable():
+    class Halving(keratron.optimizers.Optimizer):
+        def build(self, variables):
+            super().build(variables)
+
+        def update_step(self, gradient, variable, learning_rate):
+            self.assign_sub(variable, gradient * 0.5)
+
+    class MyAdam(keratron.optimizers.Adam):
+        pass
+
+    for opt, name in ((Halving(0.1), "Halving"), (MyAdam(), "MyAdam")):
+        plan = _train_plan(_model(optimizer=opt), _batch())
+        assert not plan.capturable
+        assert f"({name}) has an update rule not checked" in plan.reason
+
+
+def test_constraint_blocks_capture():
+    model = keratron.Sequential(
+        [keratron.Input(shape=(4,)), keratron.layers.Dense(3, kernel_constraint="non_neg")]
+    )
+    model.compile(optimizer="sgd", loss="mse")
+    plan = _train_plan(model, _batch())
+    assert not plan.capturable and "constraint" in plan.reason
+
+
+def test_opaque_effects_need_a_declared_check():
+    w = keratron.Variable(np.zeros(3, "float32"))
+
+    def make(check):
+        def update(x):
+            w._value.add_(x)
+
+        if check is not None:
+            update.capture_check = check
+            update.capture_name = "adder"
+
+        def step(x):
+            record_effect(update, [x], variables=[w])
+            return x * 2.0
+
+        return keratron.function(step, cuda_graphs=True)
+
+    x = np.ones(3, "float32")
+    plan = capture_plan(make(None).get_concrete_graph(x))
+    assert not plan.capturable and "declares no graph-safe form" in plan.reason
+    plan = capture_plan(make(lambda: None).get_concrete_graph(x))
+    assert plan.capturable and plan.nodes[0] == "adder"
+    assert [id(v) for v in plan.written] == [id(w)]
+    plan = capture_plan(make(lambda: "it reads the host").get_concrete_graph(x))
+    assert plan.reasons == ["it reads the host"]
+
+
+def test_metric_effect_without_a_graph_safe_form_is_named():
+    model = _model(loss="mse", metrics=[keratron.metrics.Precision()], units=1)
+    plan = _train_plan(model, _batch(units=1))
+    assert not plan.capturable
+    assert "update_confusion_matrix_variables" in plan.reason
+
+
+def test_state_on_another_device_is_not_capturable():
+    model = _model()
+    f = keratron.function(model.train_step, cuda_graphs=True)
+    here = model.trainable_variables[0]._value.device
+    other = "cpu" if here.type == "cuda" else "cuda"
+    plan = capture_plan(f.get_concrete_graph(_batch()), device=other)
+    assert not plan.capturable
+    assert f"lives on {here}, not on the step's device {other}" in plan.reason
+
+
+def test_register_capture_rule_checks_its_argument():
+    with pytest.raises(TypeError, match="reason"):
+        cuda_graphs.register_capture_rule(object(), 3)
+
+
+# ------------------------------------------------------------------------------ the switch
+def test_switch_and_environment(monkeypatch):
+    monkeypatch.delenv("KERATRON_CUDA_GRAPHS", raising=False)
+    assert config.cuda_graphs()
+    monkeypatch.setenv("KERATRON_CUDA_GRAPHS", "0")
+    assert not config.cuda_graphs()
+    config.set_cuda_graphs(True)
+    try:
+        assert config.cuda_graphs()
+        config.set_cuda_graphs(False)
+        assert not config.cuda_graphs()
+    finally:
+        config.set_cuda_graphs(None)
+    monkeypatch.setenv("KERATRON_CUDA_GRAPHS", "maybe")
+    with pytest.raises(ValueError, match="KERATRON_CUDA_GRAPHS"):
+        config.cuda_graphs()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU path")
+def test_cpu_never_captures():
+    f = keratron.function(lambda x: x + 1.0, cuda_graphs=True)
+    x = np.ones(3, "float32")
+    f(x)
+    assert f.get_concrete_graph(x).graphed is None
+    model = _model()
+    model.fit(*[t.numpy() for t in _batch()], epochs=1, verbose=0)  # no warning, no capture
+
+
+def test_bound_methods_keep_the_request():
+    class M:
+        @keratron.function
+        def plain(self, x):
+            return x
+
+    class N:
+        def g(self, x):
+            return x
+
+    N.g = keratron.function(N.g, cuda_graphs=True)
+    assert N().g.cuda_graphs and not M().plain.cuda_graphs
+
+
+# ------------------------------------------------------------------------------ the capture
+class _StandInGraph:
+    """Records the captured callable; a replay reruns it into the static outputs (what a CUDA
+    graph does for deterministic kernels, minus the launch savings)."""
+
+    def __init__(self, fn, outs):
+        self.fn, self.outs = fn, outs
+
+    def replay(self):
+        for static, new in zip(self.outs, self.fn()):
+            if static is not None:
+                static.copy_(new)
+
+
+_state: list = []  # the variables of the step under test (a capture must leave them as found)
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    if torch.cuda.is_available():
+        pytest.skip("the stand-in models a CUDA graph on CPU; CUDA runs the real capture below")
+    captures = []
+
+    def capture_into(device, fn):
+        # A capture records kernels without running them: the step's state is left as found.
+        saved = [v._value.clone() for v in _state]
+        outs = fn()
+        for v, value in zip(_state, saved):
+            v._value.copy_(value)
+        captures.append(fn)
+        return _StandInGraph(fn, outs), outs
+
+    monkeypatch.setattr(cuda_graphs, "_capture_into", capture_into)
+    monkeypatch.setattr(cuda_graphs, "_on_side_stream", lambda device, fn: fn())
+    return captures
+
+
+def _graphed(model, batch):
+    f = keratron.function(model.train_step)
+    compiled = f.get_concrete_graph(batch)
+    compiled.graphed = GraphedStep(compiled, "train_step", set())
+    _state[:] = model.variables + model.optimizer.variables + model.metrics_variables
+    return f, compiled.graphed
+
+
+def test_warm_up_capture_replay_matches_the_uncaptured_step(stand_in):
+    keratron.utils.set_random_seed(1)
+    a = _model()
+    b = keratron.models.clone_model(a)
+    b.compile(optimizer=keratron.optimizers.Adam(1e-2), loss="mse")
+    b.set_weights(a.get_weights())
+    fa, step = _graphed(a, _batch())
+    fb = keratron.function(b.train_step)
+    for i in range(5):
+        batch = _batch(seed=i)
+        la, lb = fa(batch), fb(batch)
+        assert float(la["loss"]) == float(lb["loss"])
+    assert len(stand_in) == 1 and step.captured and step.replays == 4
+    for wa, wb in zip(a.get_weights() + a.optimizer.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(wa, wb)
+    assert int(a.optimizer.iterations.numpy()) == 5
+
+
+def test_replays_bump_write_counts_so_cached_preludes_refresh(stand_in):
+    model = _model()
+    fa, step = _graphed(model, _batch())
+    kernel = model.trainable_variables[0]
+    fa(_batch())
+    fa(_batch())  # capture + replay
+    before = kernel._writes
+    fa(_batch())
+    assert kernel._writes > before
+    # predict (a prelude-cached plan) sees the new weights
+    pred = keratron.function(model.predict_step)
+    x = _batch()[0]
+    first = pred((x,)).numpy()
+    fa(_batch())
+    np.testing.assert_array_equal(pred((x,)).numpy(), model.predict_step((x,)).numpy())
+    assert not np.array_equal(first, pred((x,)).numpy())
+
+
+def test_rebinding_a_variable_recaptures(stand_in):
+    model = _model()
+    fa, step = _graphed(model, _batch())
+    fa(_batch())
+    fa(_batch())
+    kernel = model.trainable_variables[0]
+    kernel._value = kernel._value.clone()  # the storage moved: the graph would write the old one
+    fa(_batch())
+    assert len(stand_in) == 2
+
+
+def test_outputs_are_copies(stand_in):
+    model = _model()
+    fa, step = _graphed(model, _batch())
+    fa(_batch())
+    logs = fa(_batch(seed=1))
+    loss = float(logs["loss"])
+    fa(_batch(seed=2))
+    assert float(logs["loss"]) == loss
+
+
+def test_failed_capture_warns_once_and_runs_uncaptured(monkeypatch):
+    def fail(device, fn):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(cuda_graphs, "_capture_into", fail)
+    monkeypatch.setattr(cuda_graphs, "_on_side_stream", lambda device, fn: fn())
+    model = _model()
+    fa, step = _graphed(model, _batch())
+    fa(_batch())
+    with pytest.warns(UserWarning, match="capture failed .*not permitted"):
+        fa(_batch())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fa(_batch())
+    assert not step.captured and int(model.optimizer.iterations.numpy()) == 3
+
+
+def test_not_capturable_plan_warns_once_naming_the_cause(stand_in):
+    model = _model(loss="sparse_categorical_crossentropy")
+    fa, step = _graphed(model, _batch(sparse=True))
+    with pytest.warns(UserWarning, match="runs without a CUDA graph: .*check_class_ids"):
+        fa(_batch(sparse=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fa(_batch(sparse=True))
+    assert stand_in == []
+
+
+def test_switched_off_runs_uncaptured(stand_in):
+    model = _model()
+    fa, step = _graphed(model, _batch())
+    config.set_cuda_graphs(False)
+    try:
+        for _ in range(3):
+            fa(_batch())
+    finally:
+        config.set_cuda_graphs(None)
+    assert stand_in == [] and step.replays == 0
+
+
+# ------------------------------------------------------------------------------ on CUDA
+def _cuda_pair(make):
+    keratron.utils.set_random_seed(3)
+    with keratron.device("cuda"):
+        a = make()
+        b = keratron.models.clone_model(a)
+        b.compile(optimizer=keratron.optimizers.Adam(1e-2), loss="mse")
+        b.set_weights(a.get_weights())
+    return a, b
+
+
+@cuda
+def test_cuda_train_step_replays_bitwise_equal():
+    a, b = _cuda_pair(lambda: _model(units=16, inputs=64))
+    fa = keratron.function(a.train_step, cuda_graphs=True)
+    fb = keratron.function(b.train_step)
+    for i in range(6):
+        x, y = _batch(n=32, inputs=64, units=16, seed=i)
+        batch = (keratron.Tensor(x._value.cuda()), keratron.Tensor(y._value.cuda()))
+        la, lb = fa(batch), fb(batch)
+        assert torch.equal(la["loss"]._value, lb["loss"]._value)
+    step = fa.get_concrete_graph(batch).graphed
+    # call 1 traces and warms up, call 2 captures and replays, calls 3-6 replay
+    assert step is not None and step.captured and step.replays == 5
+    for wa, wb in zip(a.get_weights() + a.optimizer.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(wa, wb)
+
+
+@cuda
+def test_cuda_fit_and_predict_with_and_without_graphs_agree():
+    x, y = (t.numpy() for t in _batch(n=256, inputs=64, units=16))
+    a, b = _cuda_pair(lambda: _model(units=16, inputs=64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a capturable step warns about nothing
+        ha = a.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+        pa = a.predict(x, batch_size=64, verbose=0)
+    config.set_cuda_graphs(False)
+    try:
+        hb = b.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+        pb = b.predict(x, batch_size=64, verbose=0)
+    finally:
+        config.set_cuda_graphs(None)
+    assert ha.history["loss"] == hb.history["loss"]
+    np.testing.assert_array_equal(pa, pb)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(wa, wb)
+
+
+@cuda
+def test_cuda_not_capturable_step_warns_once():
+    with keratron.device("cuda"):
+        model = _model(loss="sparse_categorical_crossentropy", units=5)
+    x, y = (t.numpy() for t in _batch(n=64, units=5, sparse=True))
+    with pytest.warns(UserWarning, match="check_class_ids") as record:
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    assert sum("CUDA graph" in str(w.message) for w in record) == 1
