@@ -68,6 +68,8 @@ def _violation(dotted: str, own: str) -> bool:
         return False
     if parts[1] == own:
         return False
+    if own == "" and _is_private(parts[1]):
+        return False  # keratron/__init__.py owns the private top-level modules (keratron._x)
     return any(_is_private(p) for p in parts[1:])
 
 
