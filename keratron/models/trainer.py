@@ -16,26 +16,17 @@ import warnings
 import numpy as np
 
 from keratron import ops
-from keratron.autodiff import cuda_graphs, tree
+from keratron.autodiff import tree
 from keratron.autodiff.tape import GradientTape
 from keratron.autodiff.tensor import Tensor
 from keratron.distribute import hooks as distribute_hooks
 from keratron.models import data_adapter
 from keratron.models.data_adapter import EpochIterator, unpack_x_y_sample_weight
-from keratron.ops.xent import check_class_ids_p, raise_for_invalid_class_ids
+from keratron.ops.xent import raise_for_invalid_class_ids
 from keratron.utils import host_memory
 from keratron.utils.threads import matched_threads
 
 __all__ = ["Trainer"]
-
-# The sparse-label check that `fit` reads back once per epoch folds each CUDA batch into
-# running extremes held in a Python dict: a CUDA graph would replay the fold against the
-# capture's tensors and `raise_for_invalid_class_ids` would no longer see it. (Belongs beside
-# the primitive in ops.xent, with the extremes in persistent device buffers updated in place.)
-cuda_graphs.register_capture_rule(
-    check_class_ids_p,
-    "keeps its running label extremes in a Python dict (the end-of-epoch label check)",
-)
 
 
 def _python_logs(logs) -> dict:

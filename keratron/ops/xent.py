@@ -62,17 +62,22 @@ def _check_class_ids_impl(labels, num_classes):
         if lo < 0 or hi >= num_classes:
             _raise_invalid(lo if lo < 0 else hi, num_classes)
         return labels
+    # The extremes live in persistent device buffers updated in place, so a step captured as a
+    # CUDA graph (after an uncaptured warm-up call made them) keeps folding into them.
     key = (labels.device, num_classes)
     lo, hi = labels.min().long(), labels.max().long()
     seen = _pending_class_ids.get(key)
-    if seen is not None:
-        lo, hi = torch.minimum(lo, seen[0]), torch.maximum(hi, seen[1])
-    _pending_class_ids[key] = (lo, hi)
+    if seen is None:
+        _pending_class_ids[key] = (lo.clone(), hi.clone())
+    else:
+        torch.minimum(seen[0], lo, out=seen[0])
+        torch.maximum(seen[1], hi, out=seen[1])
     return labels
 
 
 # (device, number of classes) -> running (min, max) class ids met on that device since the
-# last `raise_for_invalid_class_ids()`.
+# last `raise_for_invalid_class_ids()`, which reads them and resets them in place to 0 (a
+# valid id for any number of classes).
 _pending_class_ids: dict = {}
 
 
@@ -87,12 +92,15 @@ def _raise_invalid(value, num_classes):
 def raise_for_invalid_class_ids() -> None:
     """Raises the ValueError for an out-of-range sparse label met on a GPU since the last
     call (one read of the device-side extremes); CPU batches are checked as they come."""
-    pending = list(_pending_class_ids.items())
-    _pending_class_ids.clear()
-    for (_, num_classes), (lo, hi) in pending:
-        lo, hi = int(lo), int(hi)
-        if lo < 0 or hi >= num_classes:
-            _raise_invalid(lo if lo < 0 else hi, num_classes)
+    bad = None
+    for (_, num_classes), (lo_buf, hi_buf) in _pending_class_ids.items():
+        lo, hi = int(lo_buf), int(hi_buf)
+        lo_buf.fill_(0)
+        hi_buf.fill_(0)
+        if bad is None and (lo < 0 or hi >= num_classes):
+            bad = (lo if lo < 0 else hi, num_classes)
+    if bad is not None:
+        _raise_invalid(*bad)
 
 
 # Identity on integer class ids that raises on an id outside [0, num_classes): placed before

@@ -66,11 +66,12 @@ def test_train_step_plan_keeps_optimizer_and_metric_state_on_the_device():
     assert len(plan.static_inputs) == 2  # x and y, each copied into a static buffer
 
 
-def test_sparse_labels_are_not_capturable_and_the_cause_is_named():
+def test_sparse_labels_are_capturable():
+    # The label-range check folds each batch into persistent device buffers in place.
     model = _model(loss="sparse_categorical_crossentropy")
     plan = _train_plan(model, _batch(sparse=True))
-    assert not plan.capturable
-    assert "check_class_ids" in plan.reason
+    assert plan.capturable, plan.reason
+    assert "check_class_ids" in plan.nodes
 
 
 def test_random_draws_are_not_capturable():
@@ -339,13 +340,13 @@ def test_failed_capture_warns_once_and_runs_uncaptured(monkeypatch):
 
 
 def test_not_capturable_plan_warns_once_naming_the_cause(stand_in):
-    model = _model(loss="sparse_categorical_crossentropy")
-    fa, step = _graphed(model, _batch(sparse=True))
-    with pytest.warns(UserWarning, match="runs without a CUDA graph: .*check_class_ids"):
-        fa(_batch(sparse=True))
+    model = _model(layers=[keratron.layers.Dropout(0.5)])
+    fa, step = _graphed(model, _batch())
+    with pytest.warns(UserWarning, match="runs without a CUDA graph: .*random_dropout_mask"):
+        fa(_batch())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fa(_batch(sparse=True))
+        fa(_batch())
     assert stand_in == []
 
 
