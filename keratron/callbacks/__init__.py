@@ -8,6 +8,7 @@ from keratron.callbacks.history import History
 from keratron.callbacks.lambda_callback import LambdaCallback
 from keratron.callbacks.learning_rate_scheduler import LearningRateScheduler
 from keratron.callbacks.model_checkpoint import ModelCheckpoint
+from keratron.callbacks.orbax_checkpoint import OrbaxCheckpoint
 from keratron.callbacks.progbar_logger import ProgbarLogger
 from keratron.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from keratron.callbacks.remote_monitor import RemoteMonitor
@@ -24,6 +25,7 @@ __all__ = [
     "LambdaCallback",
     "LearningRateScheduler",
     "ModelCheckpoint",
+    "OrbaxCheckpoint",
     "ProgbarLogger",
     "ReduceLROnPlateau",
     "RemoteMonitor",

@@ -18,6 +18,7 @@ from keratron.layers.normalization import *
 from keratron.layers.wrappers import *
 from keratron.layers.recurrent import *
 from keratron.layers.attention import *
+from keratron.layers.unsupported import *
 
 __all__ = ["Input", "InputLayer", "InputSpec", "Layer", "KerasTensor"]
 for _module in (
@@ -33,6 +34,7 @@ for _module in (
     wrappers,  # noqa: F405
     recurrent,  # noqa: F405
     attention,  # noqa: F405
+    unsupported,  # noqa: F405
 ):
     __all__ += list(getattr(_module, "__all__", []))
 del _module

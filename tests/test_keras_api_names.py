@@ -1,0 +1,309 @@
+"""keratron's public names against the installed Keras 3, namespace by namespace.
+
+Every public name a `keras.<namespace>` exports must be found under `keratron.<namespace>`,
+unless it is a deliberate exception (`EXCEPTIONS`, each with its reason) or a known gap
+(`MISSING`). The gap list is exact: a new gap fails the test, and so does a gap that was closed
+without being removed from the list.
+"""
+
+import importlib
+
+import pytest
+
+from tests.conftest import require
+
+NAMESPACES = [
+    "",
+    "layers",
+    "preprocessing",
+    "saving",
+    "utils",
+    "config",
+    "callbacks",
+    "losses",
+    "metrics",
+    "optimizers",
+    "optimizers.schedules",
+    "initializers",
+    "regularizers",
+    "constraints",
+    "activations",
+    "random",
+    "datasets",
+    "models",
+    "tree",
+    "mixed_precision",
+    "backend",
+]
+
+# Names keratron does not provide as Keras does, by design. Those that exist raise an error that
+# says why (checked by `test_deliberate_exceptions_raise`); the others are not public API.
+EXCEPTIONS = {
+    "": {
+        "src": "Keras's implementation package, not public API",
+    },
+    "layers": {
+        "JaxLayer": "wraps a JAX function; keratron has no JAX backend",
+        "FlaxLayer": "wraps a Flax module; keratron has no JAX backend",
+        "TorchModuleWrapper": "trains a torch.nn.Module with torch.autograd, which keratron "
+        "deliberately does not use (its gradients are its own)",
+        "TFSMLayer": "loads a TensorFlow SavedModel into a TensorFlow-backend layer",
+    },
+    "callbacks": {
+        "OrbaxCheckpoint": "checkpoints JAX state with Orbax; keratron has no JAX backend",
+    },
+    "config": {
+        "is_nnx_enabled": "Flax NNX is a JAX-only mode",
+    },
+}
+
+# Names that raise a NotImplementedError naming the reason: (namespace, name, call args).
+RAISING_STUBS = [
+    ("layers", "JaxLayer", (lambda x: x,)),
+    ("layers", "FlaxLayer", (None,)),
+    ("layers", "TorchModuleWrapper", (None,)),
+    ("layers", "TFSMLayer", ("model_dir",)),
+    ("callbacks", "OrbaxCheckpoint", ("dir",)),
+]
+
+# Known gaps, still to close. Remove a name here in the same change that adds it.
+MISSING = {
+    "": [
+        "FloatDTypePolicy",
+        "Function",
+        "Initializer",
+        "Operation",
+        "Quantizer",
+        "Regularizer",
+        "RematScope",
+        "StatelessScope",
+        "SymbolicScope",
+        "distillation",
+        "distribution",
+        "dtype_policies",
+        "export",
+        "legacy",
+        "name_scope",
+        "quantizers",
+        "remat",
+        "visualization",
+        "wrappers",
+    ],
+    "layers": [
+        "ActivityRegularization",
+        "AdaptiveAveragePooling1D",
+        "AdaptiveAveragePooling2D",
+        "AdaptiveAveragePooling3D",
+        "AdaptiveMaxPooling1D",
+        "AdaptiveMaxPooling2D",
+        "AdaptiveMaxPooling3D",
+        "AlphaDropout",
+        "AugMix",
+        "AutoContrast",
+        "CategoryEncoding",
+        "ContrastLimitedAdaptiveHistogramEqualization",
+        "ConvLSTM1D",
+        "ConvLSTM2D",
+        "ConvLSTM3D",
+        "Cropping3D",
+        "CutMix",
+        "Discretization",
+        "Equalization",
+        "GroupQueryAttention",
+        "HashedCrossing",
+        "Hashing",
+        "IntegerLookup",
+        "MaxNumBoundingBoxes",
+        "MelSpectrogram",
+        "MixUp",
+        "Pipeline",
+        "RMSNormalization",
+        "RandAugment",
+        "RandomBrightness",
+        "RandomColorDegeneration",
+        "RandomColorJitter",
+        "RandomContrast",
+        "RandomCrop",
+        "RandomElasticTransform",
+        "RandomErasing",
+        "RandomFlip",
+        "RandomGaussianBlur",
+        "RandomGrayscale",
+        "RandomHue",
+        "RandomInvert",
+        "RandomPerspective",
+        "RandomPosterization",
+        "RandomRotation",
+        "RandomSaturation",
+        "RandomSharpness",
+        "RandomShear",
+        "RandomTranslation",
+        "RandomZoom",
+        "ReversibleEmbedding",
+        "STFTSpectrogram",
+        "Solarization",
+        "SpatialDropout3D",
+        "SpectralNormalization",
+        "StringLookup",
+        "TextVectorization",
+        "UnitNormalization",
+        "UpSampling3D",
+        "ZeroPadding3D",
+    ],
+    "preprocessing": ["text_dataset_from_directory"],
+    "saving": ["KerasFileEditor"],
+    "utils": [
+        "Config",
+        "FeatureSpace",
+        "Progbar",
+        "audio_dataset_from_directory",
+        "bounding_boxes",
+        "disable_interactive_logging",
+        "enable_interactive_logging",
+        "get_source_inputs",
+        "is_interactive_logging_enabled",
+        "is_keras_tensor",
+        "legacy",
+        "model_to_dot",
+        "pack_x_y_sample_weight",
+        "plot_model",
+        "split_dataset",
+        "standardize_dtype",
+        "text_dataset_from_directory",
+        "unpack_x_y_sample_weight",
+    ],
+    "config": [
+        "backend",
+        "disable_flash_attention",
+        "disable_interactive_logging",
+        "disable_traceback_filtering",
+        "enable_flash_attention",
+        "enable_interactive_logging",
+        "enable_traceback_filtering",
+        "enable_unsafe_deserialization",
+        "is_flash_attention_enabled",
+        "is_interactive_logging_enabled",
+        "is_traceback_filtering_enabled",
+        "max_epochs",
+        "max_steps_per_epoch",
+        "set_backend",
+        "set_max_epochs",
+        "set_max_steps_per_epoch",
+    ],
+    "callbacks": ["SwapEMAWeights"],
+    "losses": [
+        "CTC",
+        "CategoricalGeneralizedCrossEntropy",
+        "Circle",
+        "categorical_generalized_cross_entropy",
+        "circle",
+        "ctc",
+    ],
+    "metrics": [
+        "BinaryIoU",
+        "ConcordanceCorrelation",
+        "F1Score",
+        "FBetaScore",
+        "IoU",
+        "MeanIoU",
+        "OneHotIoU",
+        "OneHotMeanIoU",
+        "PearsonCorrelation",
+        "concordance_correlation",
+        "pearson_correlation",
+    ],
+    "optimizers": [
+        "Adafactor",
+        "Lamb",
+        "MultiOptimizer",
+        "Muon",
+        "OptimizerMap",
+        "ScheduleFreeAdamW",
+        "legacy",
+    ],
+    "initializers": [
+        "IdentityInitializer",
+        "OrthogonalInitializer",
+        "STFT",
+        "STFTInitializer",
+        "constant",
+        "glorot_normal",
+        "glorot_uniform",
+        "he_normal",
+        "he_uniform",
+        "identity",
+        "lecun_normal",
+        "lecun_uniform",
+        "ones",
+        "orthogonal",
+        "random_normal",
+        "random_uniform",
+        "stft",
+        "truncated_normal",
+        "variance_scaling",
+        "zeros",
+    ],
+    "regularizers": ["orthogonal_regularizer"],
+    "constraints": ["max_norm", "min_max_norm", "non_neg", "unit_norm"],
+    "activations": [
+        "celu",
+        "glu",
+        "hard_shrink",
+        "hard_tanh",
+        "soft_shrink",
+        "sparse_plus",
+        "sparse_sigmoid",
+        "sparsemax",
+        "squareplus",
+        "tanh_shrink",
+        "threshold",
+    ],
+    "datasets": ["california_housing"],
+    "models": ["save_model"],
+    "backend": ["is_float_dtype", "is_int_dtype", "result_type", "standardize_dtype"],
+}
+
+
+def _module(package, namespace):
+    return importlib.import_module(package + ("." + namespace if namespace else ""))
+
+
+def _provides(module, name):
+    if hasattr(module, name):
+        return True
+    try:
+        importlib.import_module(f"{module.__name__}.{name}")
+    except ImportError:
+        return False
+    return True
+
+
+def test_namespace_lists_are_consistent():
+    assert set(MISSING) <= set(NAMESPACES) and set(EXCEPTIONS) <= set(NAMESPACES)
+    for namespace, names in MISSING.items():
+        assert names == sorted(set(names)), namespace
+        assert not set(names) & set(EXCEPTIONS.get(namespace, {})), namespace
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES, ids=lambda n: n or "keras")
+def test_keras_names_are_exported(namespace):
+    require("keras")
+    keras_module = _module("keras", namespace)
+    ours = _module("keratron", namespace)
+    keras_names = {n for n in dir(keras_module) if not n.startswith("_")}
+    expected = keras_names - set(EXCEPTIONS.get(namespace, {}))
+    missing = sorted(n for n in expected if not _provides(ours, n))
+    listed = MISSING.get(namespace, [])
+    new_gaps = sorted(set(missing) - set(listed))
+    closed = sorted(set(listed) - set(missing))
+    assert not new_gaps, f"keratron.{namespace} lacks Keras names: {new_gaps}"
+    assert not closed, f"keratron.{namespace} now has {closed}: remove them from MISSING"
+    stale = sorted(set(EXCEPTIONS.get(namespace, {})) - keras_names)
+    assert not stale, f"keras.{namespace} no longer exports {stale}: remove them from EXCEPTIONS"
+
+
+@pytest.mark.parametrize("namespace,name,args", RAISING_STUBS, ids=lambda v: str(v))
+def test_deliberate_exceptions_raise(namespace, name, args):
+    obj = getattr(_module("keratron", namespace), name)
+    with pytest.raises(NotImplementedError, match="keratron"):
+        obj(*args)
