@@ -360,3 +360,27 @@ def float32_precision_scope():
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
+
+
+def backend() -> str:
+    """The name of the backend, as `keras.config.backend()`: keratron is its own backend."""
+    return "keratron"
+
+
+def set_backend(backend: str) -> None:
+    """Keras's backend switch; keratron has one backend, so only "keratron" is accepted.
+
+    Raises:
+        NotImplementedError: for any other backend name (Keras reloads itself on JAX,
+            TensorFlow or torch; keratron computes with its own autodiff on torch storage).
+    """
+    if backend != "keratron":
+        raise NotImplementedError(
+            f"keras.config.set_backend is not available in keratron: it has a single backend "
+            f"('keratron'). Received: backend={backend!r}"
+        )
+
+
+def is_nnx_enabled() -> bool:
+    """Whether Flax NNX mode is on: never, as in Keras on any backend other than JAX."""
+    return False

@@ -6,6 +6,7 @@ Keras has it here.
 
 from __future__ import annotations
 
+from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, is_tensor
 from keratron.config import (
     epsilon,
@@ -34,6 +35,9 @@ __all__ = [
     "convert_to_tensor",
     "is_tensor",
     "is_keras_tensor",
+    "is_float_dtype",
+    "is_int_dtype",
+    "standardize_dtype",
 ]
 
 
@@ -46,3 +50,15 @@ def is_keras_tensor(x) -> bool:
     from keratron.layers.node import KerasTensor
 
     return isinstance(x, KerasTensor)
+
+
+def is_float_dtype(dtype) -> bool:
+    """Whether `dtype` (any form `standardize_dtype` reads) is a floating-point dtype."""
+    dtype = standardize_dtype(dtype)
+    return dtype.startswith("float") or dtype.startswith("bfloat")
+
+
+def is_int_dtype(dtype) -> bool:
+    """Whether `dtype` (any form `standardize_dtype` reads) is a signed or unsigned integer."""
+    dtype = standardize_dtype(dtype)
+    return dtype.startswith("int") or dtype.startswith("uint")

@@ -9,7 +9,7 @@ from keratron.models.cloning import clone_model
 from keratron.models.functional import Functional
 from keratron.models.model import Model, model_from_config, model_from_json
 from keratron.models.sequential import Sequential
-from keratron.saving import load_model
+from keratron.saving import load_model, save_model
 
 __all__ = [
     "Functional",
@@ -19,4 +19,5 @@ __all__ = [
     "load_model",
     "model_from_config",
     "model_from_json",
+    "save_model",
 ]
