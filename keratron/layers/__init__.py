@@ -11,6 +11,7 @@ from keratron.layers.reshaping import *
 from keratron.layers.merging import *
 from keratron.layers.advanced_activations import *
 from keratron.layers.preprocessing import *
+from keratron.layers.preprocessing_categorical import *
 from keratron.layers.image_preprocessing import *
 from keratron.layers.convolutional import *
 from keratron.layers.pooling import *
@@ -27,6 +28,7 @@ for _module in (
     merging,  # noqa: F405
     advanced_activations,  # noqa: F405
     preprocessing,  # noqa: F405
+    preprocessing_categorical,  # noqa: F405
     image_preprocessing,  # noqa: F405
     convolutional,  # noqa: F405
     pooling,  # noqa: F405
