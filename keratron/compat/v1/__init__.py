@@ -15,7 +15,7 @@ Example:
 # ruff: noqa: F401
 from __future__ import annotations
 
-from keratron.compat.v1 import errors, nn, train
+from keratron.compat.v1 import data, errors, nn, summary, train
 from keratron.compat.v1 import math_ops as math
 from keratron.compat.v1 import variables as _variables_module
 from keratron.compat.v1.array_ops import (

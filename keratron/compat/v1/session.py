@@ -164,6 +164,8 @@ class Session:
         self.graph = graph if graph is not None else get_default_graph()
         self._storage: dict = {}
         self._plans: dict = {}
+        self._hosts: dict = {}
+        self._iterators: dict = {}
         self._closed = False
         self._ctx_stack: list = []
 
@@ -181,7 +183,9 @@ class Session:
         return storage
 
     def load_variable(self, var, value) -> None:
-        storage = self._storage.get(var) or self.create_storage(var)
+        storage = self._storage.get(var)
+        if storage is None:
+            storage = self.create_storage(var)
         storage.assign(np.asarray(value, dtype=var.dtype.as_numpy_dtype))
 
     # ---- run
@@ -198,8 +202,23 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         leaves: list = []
         spec = _flatten(fetches, leaves)
-        items = [self._fetch_item(x) for x in leaves]
+        items, makers = [], []
+        for x in leaves:
+            item = self._fetch_item(x)
+            parts = item.op._attrs.get("summary_parts") if isinstance(item, Tensor) else None
+            # A summary is fetched as the tensors it summarizes, serialized afterwards.
+            makers.append((len(items), parts))
+            items.extend([item] if parts is None else [t for _, _, t in parts])
         feeds = self._feeds(feed_dict or {})
+        # Host steps (iterator initializers, get_next) run before the plan; get_next's
+        # element becomes a feed.
+        hosts_key = (tuple(items), tuple(feeds))
+        hosts = self._hosts.get(hosts_key)
+        if hosts is None:
+            hosts = [op for op in _prune(items, feeds) if "host_fn" in op._attrs]
+            self._hosts[hosts_key] = hosts
+        for op in hosts:
+            feeds.update(op._attrs["host_fn"](self))
         key = (
             tuple(items),
             tuple((t, v.shape, v.dtype.str) for t, v in feeds.items()),
@@ -217,6 +236,13 @@ class Session:
             else:
                 arr = r.numpy() if isinstance(r, KTensor) else np.asarray(r)
                 values.append(arr[()] if arr.ndim == 0 else arr)
+        if any(parts is not None for _, parts in makers):
+            from keratron.compat.v1 import summary
+
+            values = [
+                values[i] if parts is None else summary.serialize(parts, values[i : i + len(parts)])
+                for i, parts in makers
+            ]
         return _rebuild(spec, values)
 
     def _fetch_item(self, x):
@@ -290,6 +316,8 @@ class Session:
         self._closed = True
         self._storage.clear()
         self._plans.clear()
+        self._hosts.clear()
+        self._iterators.clear()
 
     @contextlib.contextmanager
     def as_default(self):

@@ -21,6 +21,17 @@ from keratron.compat.v1.framework import (
     op_scope,
 )
 from keratron.compat.v1.gradients import gradients
+from keratron.compat.v1.saver import (
+    CheckpointState,
+    NewCheckpointReader,
+    Saver,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 
 __all__ = [
     "Optimizer",
@@ -42,6 +53,15 @@ __all__ = [
     "natural_exp_decay",
     "inverse_time_decay",
     "cosine_decay",
+    "Saver",
+    "CheckpointState",
+    "NewCheckpointReader",
+    "checkpoint_exists",
+    "get_checkpoint_state",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
 ]
 
 
