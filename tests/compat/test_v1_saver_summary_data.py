@@ -161,3 +161,12 @@ def test_iterator_from_structure_is_bound_by_make_initializer():
         assert [sess.run(nxt) for _ in range(2)] == [1.0, 2.0]
         sess.run(init_test)
         assert sess.run(nxt) == 10.0
+
+
+def test_tf_logging_goes_to_the_tensorflow_logger(caplog):
+    tf.logging.set_verbosity(tf.logging.INFO)
+    assert tf.logging.get_verbosity() == tf.logging.INFO == 20
+    with caplog.at_level(tf.logging.INFO, logger="tensorflow"):
+        tf.logging.info("step %d", 10)
+        tf.logging.debug("hidden")
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [("tensorflow", "step 10")]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from keratron.compat.v1 import data, errors, nn, summary, train
 from keratron.compat.v1 import math_ops as math
+from keratron.compat.v1 import tf_logging as logging
 from keratron.compat.v1 import variables as _variables_module
 from keratron.compat.v1.array_ops import (
     concat,
