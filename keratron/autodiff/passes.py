@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from keratron.autodiff import tree
+from keratron.autodiff import memory_plan, tree
 from keratron.autodiff.primitive import without_grad
 from keratron.autodiff.tape import engine
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
@@ -446,6 +446,8 @@ class CompiledFunction:
         self._replay = _codegen(graph, steps, in_slots, out_items, prelude)
         # A cuda_graphs.GraphedStep when keratron.function captures this plan on CUDA.
         self.graphed = None
+        # The output buffers the plan's steps keep across replays (see memory_plan).
+        self.kept_buffers: list = []
 
     @property
     def num_nodes(self) -> int:
@@ -506,6 +508,11 @@ class CompiledFunction:
         if self.prelude is not None:
             self._check_prelude()
         values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
+        if self.kept_buffers:  # a fetched view of a kept buffer would change on the next call
+            values = [
+                v.clone() if memory_plan.shares_kept_memory(v, self.kept_buffers) else v
+                for v in values
+            ]
         return self.pack_outputs(values)
 
     def input_values(self, leaves) -> list:
@@ -613,10 +620,13 @@ def compile_graph(graph: Graph, out, numpy_flags) -> CompiledFunction:
             items.append(("value", x))
     items = optimize(graph, items)
     prelude = _hoist_prelude(graph, items)
-    steps = _lower(graph, items, prelude)
-    return CompiledFunction(
+    kept: list = []
+    steps = _lower(graph, items, prelude, kept)
+    compiled = CompiledFunction(
         graph, steps, graph._n, list(graph.inputs), items, out, numpy_flags, prelude
     )
+    compiled.kept_buffers = kept
+    return compiled
 
 
 class Prelude:
@@ -662,7 +672,9 @@ def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
     return Prelude(len(pre), [s for n in pre for s in n.outputs if s in used_later], variables)
 
 
-def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None) -> list:
+def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=None) -> list:
+    """The plan's steps; with a list `kept`, large values that stay inside a call are written
+    into buffers the steps keep across calls (memory_plan), which `kept` collects."""
     uses = use_counts(graph, outputs)
     last_use: dict = {}
     for i, node in enumerate(graph.nodes):
@@ -684,6 +696,8 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None) -> list:
                 fn, ins = _inplace(graph, node.prim, ins, out, uses, fresh, protected)
             if fn is None:
                 fn = _kernel_call(node)
+                if kept is not None and not protected.intersection(node.outputs):
+                    fn = memory_plan.kept_buffer_call(graph, node, fn, kept) or fn
                 if node.prim.fresh:
                     fresh.update(node.outputs)
             else:

@@ -1,0 +1,37 @@
+"""Buffers a compiled plan keeps across replays (keratron/autodiff/memory_plan.py)."""
+
+import numpy as np
+
+import keratron
+from keratron import ops
+
+
+def _pool_and_dense(x, w):
+    # pad -> max_pool -> matmul, each result over memory_plan.MIN_BYTES and kept inside.
+    y = ops.max_pool(ops.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))), 2)
+    return ops.sum(ops.matmul(ops.reshape(y, (y.shape[0], -1)), w))
+
+
+def test_kept_buffers_give_the_eager_values_on_every_call():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((33 * 33 * 16, 8)).astype("float32")
+    f = keratron.function(_pool_and_dense)
+    for _ in range(3):
+        x = rng.standard_normal((64, 64, 64, 16)).astype("float32")
+        assert np.array_equal(np.asarray(f(x, w)), np.asarray(_pool_and_dense(x, w)))
+    assert f.get_concrete_graph(x, w).kept_buffers
+
+
+def test_a_fetched_view_of_a_kept_buffer_is_not_overwritten_by_the_next_call():
+    def pooled(x):
+        return ops.reshape(ops.max_pool(x, 2), (-1,))
+
+    def padded_sum(x):
+        return ops.sum(ops.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))), axis=0)
+
+    f = keratron.function(lambda x: (pooled(x), padded_sum(x)))
+    x1 = np.ones((32, 64, 64, 8), "float32")
+    first = f(x1)[0]
+    kept = np.asarray(first).copy()
+    f(2 * x1)
+    assert np.array_equal(np.asarray(first), kept)
