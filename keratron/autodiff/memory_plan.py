@@ -17,11 +17,46 @@ from __future__ import annotations
 
 import builtins
 import math
+import threading
 
 import torch
 
 # Below this a value comes from malloc's bins without faulting: keeping it saves nothing.
 MIN_BYTES = 1 << 20
+
+
+class _ReplayState(threading.local):
+    def __init__(self):
+        # The kept-buffer list of the plan this thread is replaying with its kept buffers
+        # (None: every step allocates as usual).
+        self.owner = None
+
+
+_state = _ReplayState()
+
+
+def replay_with_kept_buffers(compiled_lock, kept: list, replay):
+    """Runs `replay()` with the plan's kept buffers when this thread can take them.
+
+    One thread at a time writes into a plan's buffers: another thread replaying the same plan
+    meanwhile (concurrent `predict`) allocates as usual, and a plan replayed from inside
+    another's step uses its own buffers only if it owns them. Returns `replay()`'s values with
+    any value that lies in a kept buffer cloned (the next replay overwrites the buffer).
+    """
+    previous = _state.owner
+    if not compiled_lock.acquire(blocking=False):
+        _state.owner = None
+        try:
+            return replay()
+        finally:
+            _state.owner = previous
+    _state.owner = kept
+    try:
+        values = replay()
+        return [v.clone() if shares_kept_memory(v, kept) else v for v in values]
+    finally:
+        _state.owner = previous
+        compiled_lock.release()
 
 
 def _cl_empty(shape_cf, dtype):
@@ -126,7 +161,7 @@ def kept_buffer_call(graph, node, fallback, buffers_list: list):
 
     def run(*vals):
         x = vals[0]
-        if x.device.type == "cpu" and not x.requires_grad:
+        if _state.owner is buffers_list and x.device.type == "cpu" and not x.requires_grad:
             out = writer(buffers, *vals, **params)
             if out is not None:
                 res = out if isinstance(out, tuple) else (out,)

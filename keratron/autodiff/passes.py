@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -446,8 +447,10 @@ class CompiledFunction:
         self._replay = _codegen(graph, steps, in_slots, out_items, prelude)
         # A cuda_graphs.GraphedStep when keratron.function captures this plan on CUDA.
         self.graphed = None
-        # The output buffers the plan's steps keep across replays (see memory_plan).
+        # The output buffers the plan's steps keep across replays (see memory_plan), and the
+        # lock that gives them to one replaying thread at a time.
         self.kept_buffers: list = []
+        self._kept_lock = threading.Lock()
 
     @property
     def num_nodes(self) -> int:
@@ -507,12 +510,14 @@ class CompiledFunction:
         inputs = self.input_values(leaves)
         if self.prelude is not None:
             self._check_prelude()
-        values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
-        if self.kept_buffers:  # a fetched view of a kept buffer would change on the next call
-            values = [
-                v.clone() if memory_plan.shares_kept_memory(v, self.kept_buffers) else v
-                for v in values
-            ]
+        if self.kept_buffers:
+            values = memory_plan.replay_with_kept_buffers(
+                self._kept_lock,
+                self.kept_buffers,
+                lambda: without_grad(self._replay, inputs, self._capture_vars, self._pre),
+            )
+        else:
+            values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
         return self.pack_outputs(values)
 
     def input_values(self, leaves) -> list:

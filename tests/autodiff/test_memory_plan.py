@@ -35,3 +35,31 @@ def test_a_fetched_view_of_a_kept_buffer_is_not_overwritten_by_the_next_call():
     kept = np.asarray(first).copy()
     f(2 * x1)
     assert np.array_equal(np.asarray(first), kept)
+
+
+def test_threads_replaying_one_plan_do_not_share_its_kept_buffers():
+    # One thread at a time writes into a plan's kept buffers; the others allocate as usual.
+    import threading
+
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((33 * 33 * 16, 8)).astype("float32")
+    f = keratron.function(_pool_and_dense)
+    xs = [rng.standard_normal((64, 64, 64, 16)).astype("float32") for _ in range(6)]
+    expected = [np.asarray(_pool_and_dense(x, w)) for x in xs]
+    f(xs[0], w)  # traced once, before the threads start
+    errors = []
+    barrier = threading.Barrier(6)
+
+    def work(i):
+        barrier.wait()
+        for _ in range(4):
+            got = np.asarray(f(xs[i], w))
+            if not np.array_equal(got, expected[i]):
+                errors.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
