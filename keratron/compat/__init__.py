@@ -1,13 +1,15 @@
-"""TensorFlow's APIs as views on keratron: `keratron.compat.v1` (TF1 graphs and sessions).
+"""TensorFlow's APIs as views on keratron: `keratron.compat.v1` (TF1 graphs and sessions) and
+`keratron.compat.v2` (TF2's eager API).
 
-Nothing below this package imports it; `import keratron.compat.v1 as tf` loads it on demand.
+Nothing below this package imports it; `import keratron.compat.v1 as tf` (or `.v2`) loads it
+on demand.
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["v1"]
+__all__ = ["v1", "v2"]
 
 
 def __getattr__(name):

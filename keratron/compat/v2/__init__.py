@@ -1,0 +1,118 @@
+"""`import keratron.compat.v2 as tf`: TensorFlow 2's top-level API over keratron.
+
+Eager first: the ops take and return keratron Tensors, `GradientTape` records them and
+`tf.function` is `keratron.function`, which traces them into a compiled graph. `tf.keras` is
+keratron itself and `tf.data` is `keratron.data`. DTypes (`tf.float32`) are shared with
+`keratron.compat.v1`, and compare equal to keratron's dtype names.
+
+Example:
+    >>> import keratron.compat.v2 as tf
+    >>> x = tf.Variable(3.0)
+    >>> with tf.GradientTape() as tape:
+    ...     y = x * x
+    >>> float(tape.gradient(y, x))
+    6.0
+"""
+
+# ruff: noqa: F401, A004
+from __future__ import annotations
+
+import keratron as keras
+from keratron import data
+from keratron.autodiff import GradientTape, Tensor, custom_gradient, is_tensor
+from keratron.autodiff.function import function
+from keratron.autodiff.tracing import is_tracing as _is_tracing
+from keratron.compat.v1 import errors
+from keratron.compat.v1.framework import DType, as_dtype
+from keratron.compat.v2 import debugging, linalg, math, nest, nn, random
+from keratron.compat.v2.ops import (
+    abs,
+    add,
+    add_n,
+    argmax,
+    argmin,
+    cast,
+    clip_by_value,
+    concat,
+    constant,
+    convert_to_tensor,
+    cos,
+    divide,
+    equal,
+    exp,
+    expand_dims,
+    fill,
+    gather,
+    greater,
+    greater_equal,
+    identity,
+    less,
+    less_equal,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    matmul,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    norm,
+    not_equal,
+    one_hot,
+    ones,
+    ones_like,
+    pad,
+    pow,
+    range,
+    rank,
+    reduce_all,
+    reduce_any,
+    reduce_logsumexp,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+    reshape,
+    round,
+    shape,
+    sigmoid,
+    sign,
+    sin,
+    size,
+    split,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    stop_gradient,
+    subtract,
+    tanh,
+    tile,
+    transpose,
+    truediv,
+    unstack,
+    where,
+    zeros,
+    zeros_like,
+)  # fmt: skip
+from keratron.compat.v2.variables import IndexedSlices, Variable
+from keratron.data import TensorSpec
+
+float16 = as_dtype("float16")
+bfloat16 = as_dtype("bfloat16")
+float32 = as_dtype("float32")
+float64 = as_dtype("float64")
+int8 = as_dtype("int8")
+int16 = as_dtype("int16")
+int32 = as_dtype("int32")
+int64 = as_dtype("int64")
+uint8 = as_dtype("uint8")
+bool = as_dtype("bool")  # noqa: A001
+string = as_dtype("string")
+
+
+def executing_eagerly() -> bool:
+    """False while `tf.function` traces its Python body, True otherwise (as in TF)."""
+    return not _is_tracing()
