@@ -13,6 +13,7 @@ from keratron.layers.advanced_activations import *
 from keratron.layers.preprocessing import *
 from keratron.layers.preprocessing_categorical import *
 from keratron.layers.image_preprocessing import *
+from keratron.layers.image_augmentation import *
 from keratron.layers.convolutional import *
 from keratron.layers.pooling import *
 from keratron.layers.normalization import *
@@ -30,6 +31,7 @@ for _module in (
     preprocessing,  # noqa: F405
     preprocessing_categorical,  # noqa: F405
     image_preprocessing,  # noqa: F405
+    image_augmentation,  # noqa: F405
     convolutional,  # noqa: F405
     pooling,  # noqa: F405
     normalization,  # noqa: F405
