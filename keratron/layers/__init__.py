@@ -12,6 +12,9 @@ from keratron.layers.merging import *
 from keratron.layers.advanced_activations import *
 from keratron.layers.preprocessing import *
 from keratron.layers.preprocessing_categorical import *
+from keratron.layers.hashing import *
+from keratron.layers.lookup import *
+from keratron.layers.text_vectorization import *
 from keratron.layers.image_preprocessing import *
 from keratron.layers.image_augmentation import *
 from keratron.layers.convolutional import *
@@ -30,6 +33,9 @@ for _module in (
     advanced_activations,  # noqa: F405
     preprocessing,  # noqa: F405
     preprocessing_categorical,  # noqa: F405
+    hashing,  # noqa: F405
+    lookup,  # noqa: F405
+    text_vectorization,  # noqa: F405
     image_preprocessing,  # noqa: F405
     image_augmentation,  # noqa: F405
     convolutional,  # noqa: F405
