@@ -26,8 +26,7 @@ PACKAGE = "keratron"
 # Imports that break the rule today, each with how it goes away: delete an entry once its
 # import is gone (an entry that matches nothing is reported, as a reminder).
 # {(file relative to the repository, imported dotted name): how to fix it}
-KNOWN: dict[tuple[str, str], str] = {
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _is_private(part: str) -> bool:
