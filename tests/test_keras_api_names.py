@@ -265,7 +265,11 @@ def test_keras_names_are_exported(namespace):
     assert not stale, f"keras.{namespace} no longer exports {stale}: remove them from EXCEPTIONS"
 
 
-@pytest.mark.parametrize("namespace,name,args", RAISING_STUBS, ids=lambda v: str(v))
+# Ids name the stub only: an argument may be a lambda, whose repr differs between the xdist
+# workers (which must collect the same test ids).
+@pytest.mark.parametrize(
+    "namespace,name,args", RAISING_STUBS, ids=[f"{ns}-{name}" for ns, name, _ in RAISING_STUBS]
+)
 def test_deliberate_exceptions_raise(namespace, name, args):
     obj = getattr(_module("keratron", namespace), name)
     with pytest.raises(NotImplementedError, match="keratron"):
