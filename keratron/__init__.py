@@ -4,8 +4,8 @@
 # alphabet: each subpackage is imported after the ones it builds on.
 # ruff: noqa: I001, E402
 
-# First, before torch loads OpenMP: idle OpenMP threads sleep instead of spinning, unless the
-# user chose a wait policy or KERATRON_ADAPT_THREADS=0 (keratron/_openmp.py, README).
+# First, before torch loads OpenMP: with KERATRON_OMP_PASSIVE=1 (and no wait policy of the
+# user's), idle OpenMP threads sleep instead of spinning (keratron/_openmp.py, README).
 from keratron import _openmp
 
 _passive_wait = _openmp.prefer_passive_wait()

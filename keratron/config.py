@@ -224,8 +224,8 @@ def set_adapt_threads(enabled: bool | None) -> None:
     On by default. When another process keeps some cores busy, those calls lower torch's
     intra-op thread count (`torch.set_num_threads`) to the cores that are free, never raise it,
     and restore the caller's count when they return. The same switch, as the environment
-    variable KERATRON_ADAPT_THREADS=0 set before `import keratron`, also keeps keratron from
-    choosing OpenMP's passive wait policy at import (see the README). None re-reads
+    variable KERATRON_ADAPT_THREADS=0. (OpenMP's passive wait policy is a separate opt-in,
+    KERATRON_OMP_PASSIVE=1 before `import keratron`; see the README.) None re-reads
     KERATRON_ADAPT_THREADS ("0" is off).
 
     Example:
