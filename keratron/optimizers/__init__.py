@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from keratron.optimizers import schedules
 from keratron.optimizers.adadelta import Adadelta
+from keratron.optimizers.adafactor import Adafactor
 from keratron.optimizers.adagrad import Adagrad
 from keratron.optimizers.adam import Adam, AdamW
 from keratron.optimizers.adamax import Adamax
 from keratron.optimizers.base_optimizer import Optimizer
 from keratron.optimizers.ftrl import Ftrl
+from keratron.optimizers.lamb import Lamb
 from keratron.optimizers.lion import Lion
 from keratron.optimizers.loss_scale_optimizer import LossScaleOptimizer
 from keratron.optimizers.nadam import Nadam
@@ -28,6 +30,8 @@ __all__ = [
     "Nadam",
     "Ftrl",
     "Lion",
+    "Adafactor",
+    "Lamb",
     "LossScaleOptimizer",
     "schedules",
     "get",
@@ -47,6 +51,8 @@ ALL_OBJECTS = (
     Nadam,
     Ftrl,
     Lion,
+    Adafactor,
+    Lamb,
     LossScaleOptimizer,
 )
 ALL_OBJECTS_DICT = {cls.__name__.lower(): cls for cls in ALL_OBJECTS}
