@@ -53,6 +53,14 @@ from keratron.metrics.confusion_metrics import (
     TrueNegatives,
     TruePositives,
 )
+from keratron.metrics.correlation_metrics import (
+    ConcordanceCorrelation,
+    PearsonCorrelation,
+    concordance_correlation,
+    pearson_correlation,
+)
+from keratron.metrics.f_score_metrics import F1Score, FBetaScore
+from keratron.metrics.iou_metrics import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
 from keratron.metrics.metric import Metric
 from keratron.metrics.probabilistic_metrics import (
     BinaryCrossentropy,
@@ -99,6 +107,8 @@ ALL_OBJECTS = (
     CosineSimilarity,
     LogCoshError,
     R2Score,
+    PearsonCorrelation,
+    ConcordanceCorrelation,
     AUC,
     FalseNegatives,
     FalsePositives,
@@ -110,6 +120,13 @@ ALL_OBJECTS = (
     SpecificityAtSensitivity,
     TrueNegatives,
     TruePositives,
+    FBetaScore,
+    F1Score,
+    IoU,
+    MeanIoU,
+    BinaryIoU,
+    OneHotIoU,
+    OneHotMeanIoU,
     Hinge,
     SquaredHinge,
     CategoricalHinge,
@@ -168,6 +185,8 @@ METRIC_FUNCTIONS = (
     squared_hinge,
     categorical_hinge,
     cosine_similarity,
+    pearson_correlation,
+    concordance_correlation,
 )
 # Names a config may use for a function (a MeanMetricWrapper's `fn`, a tf.keras 2 metric).
 _FUNCTIONS_DICT = {fn.__name__: fn for fn in METRIC_FUNCTIONS}
