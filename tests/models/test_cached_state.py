@@ -62,9 +62,9 @@ def _model(layers=tuple(LAYERS), seed=0):
     return kt.Model(inputs, kt.layers.Dense(3)(kt.layers.Flatten()(h)))
 
 
-def _data(n=48, seed=0):
+def _data(n=48, seed=0, image=(12, 12, 2)):
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 12, 12, 2)).astype("float32")
+    x = rng.standard_normal((n, *image)).astype("float32")
     y = rng.standard_normal((n, 3)).astype("float32")
     return x, y
 
@@ -106,15 +106,32 @@ def test_a_write_outside_keratron_invalidates_the_cache_too():
     )
 
 
-def _interleave(seed, steps, tmp_path):
+def _large_model(seed=0):
+    """Values large enough (over memory_plan.MIN_BYTES at batch 32) for the compiled plan to
+    keep their buffers across replays: the padded input, the max-pool gradient and the Dense
+    kernel's gradient."""
+    kt.utils.set_random_seed(seed)
+    inputs = kt.Input((32, 32, 8))
+    h = kt.layers.ZeroPadding2D(1)(inputs)
+    h = kt.layers.Conv2D(16, 3, activation="relu")(h)
+    h = kt.layers.MaxPooling2D(2)(h)
+    h = kt.layers.Dense(64, activation="relu")(kt.layers.Flatten()(h))
+    return kt.Model(inputs, kt.layers.Dense(3)(h))
+
+
+def _first_kernel(model):
+    return next(layer.kernel for layer in model.layers if hasattr(layer, "kernel"))
+
+
+def _interleave(seed, steps, tmp_path, make_model=_model, image=(12, 12, 2)):
     """A random sequence of everything that reads or writes the weights, run on a compiled
     model and on an eager (`run_eagerly=True`) one from the same start; every output of the
     compiled model equals its own direct call and the eager model's output."""
     rng = np.random.default_rng(seed)
-    x, y = _data(40, seed)
+    x, y = _data(40, seed, image)
     models = []
     for eager in (False, True):
-        m = _model(seed=seed)
+        m = make_model(seed=seed)
         m.compile(optimizer=kt.optimizers.Adam(0.01), loss="mse", run_eagerly=eager)
         m.optimizer.build(m.trainable_variables)  # the saved file holds the optimizer's state
         models.append(m)
@@ -129,7 +146,7 @@ def _interleave(seed, steps, tmp_path):
         done.append(action)
         # Drawn once per step, so both models see the same change.
         scale = 1.0 + 0.1 * rng.standard_normal()
-        delta = 0.1 * rng.standard_normal(models[0].layers[1].kernel.shape).astype("float32")
+        delta = 0.1 * rng.standard_normal(_first_kernel(models[0]).shape).astype("float32")
         outs = []
         for m in models:
             if action == "fit":
@@ -146,7 +163,7 @@ def _interleave(seed, steps, tmp_path):
             elif action == "load":
                 m.load_weights(path)
             else:
-                m.layers[1].kernel.assign(m.layers[1].kernel.numpy() + delta)
+                _first_kernel(m).assign(_first_kernel(m).numpy() + delta)
         if outs:
             np.testing.assert_allclose(
                 *outs, rtol=2e-4, atol=2e-4, err_msg=f"after {done} (seed {seed})"
@@ -163,6 +180,23 @@ def _interleave(seed, steps, tmp_path):
 
 def test_random_interleaving_matches_the_eager_reference(tmp_path):
     _interleave(seed=7, steps=14, tmp_path=tmp_path)
+
+
+def test_random_interleaving_with_kept_buffers_matches_the_eager_reference(tmp_path, monkeypatch):
+    # The compiled plans keep large intermediate buffers across replays (memory_plan): the
+    # same interleaving, on a model whose pad, max-pool gradient and Dense gradient are kept.
+    from keratron.autodiff import memory_plan
+
+    kept_lists = []
+    make = memory_plan.kept_buffer_call
+
+    def recording(graph, node, fallback, buffers_list):
+        kept_lists.append(buffers_list)
+        return make(graph, node, fallback, buffers_list)
+
+    monkeypatch.setattr(memory_plan, "kept_buffer_call", recording)
+    _interleave(seed=3, steps=14, tmp_path=tmp_path, make_model=_large_model, image=(32, 32, 8))
+    assert any(bufs for lst in kept_lists for bufs in lst), "no buffer was kept: shows nothing"
 
 
 @pytest.mark.slow
