@@ -43,11 +43,12 @@ def _wants_kernel(vals, backend: str) -> bool:
     return False
 
 
-def _on_cpu(vals) -> bool:
+def _device_type(vals) -> str | None:
+    """The device type of the first operand ("cpu", "cuda", or "meta" for data-free values)."""
     for v in vals:
         if v is not None:
-            return v.is_cpu  # False for data-free "meta" values
-    return False
+            return v.device.type
+    return None
 
 
 def execute(prim, vals, params):
@@ -64,22 +65,17 @@ def execute(prim, vals, params):
                     out = _run_kernel(prim, vals, params)
                 if out is not None:
                     return out
+    device = _device_type(vals)
+    if routes:
         route = routes.get("cpu")
-        if route is not None and _on_cpu(vals):
+        if route is not None and device == "cpu":
             try:
                 return without_grad(route, *vals, **params)
             except NotImplementedError:
                 pass
-    if _on_cuda(vals):
+    if device == "cuda":
         return _reference_on_cuda(prim, vals, params)
     return without_grad(prim.impl, *vals, **params)
-
-
-def _on_cuda(vals) -> bool:
-    for v in vals:
-        if v is not None:
-            return v.is_cuda
-    return False
 
 
 def _reference_on_cuda(prim, vals, params):
