@@ -427,7 +427,12 @@ def write_count(variable: Variable) -> int:
 # Mixed precision (Keras's AutocastScope): inside the call of a layer whose compute dtype
 # differs from its variable dtype, float variables with `autocast=True` are read in the
 # compute dtype. The cast is an op, so gradients flow back to the float32 variable.
-_autocast = threading.local()
+class _AutocastState(threading.local):
+    def __init__(self):
+        self.dtype = None  # the innermost autocast_scope's torch dtype in this thread
+
+
+_autocast = _AutocastState()
 
 
 @contextlib.contextmanager
@@ -446,7 +451,7 @@ def autocast_scope(dtype):
             "autocast_scope: the target dtype must be a float type such as 'bfloat16'. "
             f"Received: dtype={dtype!r}"
         )
-    previous = getattr(_autocast, "dtype", None)
+    previous = _autocast.dtype
     _autocast.dtype = target
     try:
         yield
@@ -456,17 +461,18 @@ def autocast_scope(dtype):
 
 def autocast_dtype() -> str | None:
     """The dtype of the innermost `autocast_scope`, or None outside one."""
-    target = getattr(_autocast, "dtype", None)
+    target = _autocast.dtype
     return None if target is None else standardize_dtype(target)
 
 
 def maybe_autocast(x):
     """`x` itself, or, for an autocast float Variable read in an `autocast_scope`, its value
     cast to the scope's dtype (what every op sees of the variable)."""
-    target = getattr(_autocast, "dtype", None)
+    if not isinstance(x, Variable):  # most operands: checked before the thread-local read
+        return x
+    target = _autocast.dtype
     if (
         target is None
-        or not isinstance(x, Variable)
         or not x.autocast
         or x._value.dtype is target
         or not x._value.is_floating_point()
