@@ -185,18 +185,21 @@ from keratron.compat.v1.variables import (
 
 _variables_module._install_variable_operators()
 
-float16 = as_dtype("float16")
-bfloat16 = as_dtype("bfloat16")
-float32 = as_dtype("float32")
-float64 = as_dtype("float64")
-int8 = as_dtype("int8")
-int16 = as_dtype("int16")
-int32 = as_dtype("int32")
-int64 = as_dtype("int64")
-uint8 = as_dtype("uint8")
-uint16 = as_dtype("uint16")
-bool = as_dtype("bool")  # noqa: A001
-string = as_dtype("string")
+from keratron.compat.v1.dtypes import (  # noqa: E402
+    bfloat16,
+    bool,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
+)
+
 float_ = float32
 double = float64
 half = float16

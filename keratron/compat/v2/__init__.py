@@ -23,6 +23,20 @@ from keratron.autodiff import GradientTape, Tensor, custom_gradient, is_tensor
 from keratron.autodiff.function import function
 from keratron.autodiff.tracing import is_tracing as _is_tracing
 from keratron.compat.v1 import errors
+from keratron.compat.v1.dtypes import (  # noqa: E402
+    bfloat16,
+    bool,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
+)
 from keratron.compat.v1.framework import DType, as_dtype
 from keratron.compat.v2 import debugging, linalg, math, nest, nn, random
 from keratron.compat.v2.ops import (
@@ -99,18 +113,6 @@ from keratron.compat.v2.ops import (
 )  # fmt: skip
 from keratron.compat.v2.variables import IndexedSlices, Variable
 from keratron.data import TensorSpec
-
-float16 = as_dtype("float16")
-bfloat16 = as_dtype("bfloat16")
-float32 = as_dtype("float32")
-float64 = as_dtype("float64")
-int8 = as_dtype("int8")
-int16 = as_dtype("int16")
-int32 = as_dtype("int32")
-int64 = as_dtype("int64")
-uint8 = as_dtype("uint8")
-bool = as_dtype("bool")  # noqa: A001
-string = as_dtype("string")
 
 
 def executing_eagerly() -> bool:
