@@ -8,6 +8,7 @@ from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.node import KerasTensor
 from keratron.layers.core import *
 from keratron.layers.reshaping import *
+from keratron.layers.reshaping3d import *
 from keratron.layers.merging import *
 from keratron.layers.advanced_activations import *
 from keratron.layers.preprocessing import *
@@ -29,6 +30,7 @@ __all__ = ["Input", "InputLayer", "InputSpec", "Layer", "KerasTensor"]
 for _module in (
     core,  # noqa: F405
     reshaping,  # noqa: F405
+    reshaping3d,  # noqa: F405
     merging,  # noqa: F405
     advanced_activations,  # noqa: F405
     preprocessing,  # noqa: F405
