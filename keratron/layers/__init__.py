@@ -9,6 +9,7 @@ from keratron.layers.node import KerasTensor
 from keratron.layers.core import *
 from keratron.layers.reshaping import *
 from keratron.layers.reshaping3d import *
+from keratron.layers.regularization import *
 from keratron.layers.merging import *
 from keratron.layers.advanced_activations import *
 from keratron.layers.preprocessing import *
@@ -31,6 +32,7 @@ for _module in (
     core,  # noqa: F405
     reshaping,  # noqa: F405
     reshaping3d,  # noqa: F405
+    regularization,  # noqa: F405
     merging,  # noqa: F405
     advanced_activations,  # noqa: F405
     preprocessing,  # noqa: F405

@@ -11,6 +11,7 @@ __all__ = [
     "l1",
     "l2",
     "l1_l2",
+    "orthogonal_regularizer",
     "get",
     "serialize",
     "deserialize",
@@ -105,16 +106,21 @@ class OrthogonalRegularizer(Regularizer):
         x = ops.divide(
             x, ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=1, keepdims=True), 1e-12))
         )
-        prod = ops.abs(ops.matmul(x, ops.transpose(x)))
         n = x.shape[0]
-        off = ops.subtract(ops.sum(prod), float(n))
-        return ops.multiply(self.factor, ops.divide(off, float(n * (n - 1)) / 2 if n > 1 else 1.0))
+        off_diagonal = ops.multiply(
+            ops.matmul(x, ops.transpose(x)), ops.subtract(1.0, ops.eye(n, dtype=x.dtype))
+        )
+        # As Keras: half the mean |cosine| over the n * (n - 1) / 2 pairs (0 for one vector,
+        # where Keras divides 0 by 0).
+        pairs = n * (n - 1) / 2 if n > 1 else 1.0
+        return ops.multiply(self.factor * 0.5 / pairs, ops.sum(ops.abs(off_diagonal)))
 
     def get_config(self):
         return {"factor": self.factor, "mode": self.mode}
 
 
 l1, l2, l1_l2 = L1, L2, L1L2
+orthogonal_regularizer = OrthogonalRegularizer
 _ALIASES = {"l1": L1, "l2": L2, "l1_l2": L1L2, "orthogonal_regularizer": OrthogonalRegularizer}
 _CLASSES = {c.__name__: c for c in (L1, L2, L1L2, OrthogonalRegularizer)}
 
