@@ -62,48 +62,19 @@ def _activation_grad(y, ACT: tl.constexpr):
 
 
 # --------------------------------------------------------------------------------- kernels
-# The step indices change every launch: specialising on them (a value of 1, or divisible by
-# 16) would compile extra variants of the same kernel in the middle of a sequence.
-@triton.jit(do_not_specialize=["t", "t_src"])
-def _lstm_fwd_step_kernel(
-    x_ptr,
-    k_ptr,
-    m_ptr,
-    h_in_ptr,
-    c_in_ptr,
-    h_out_ptr,
-    c_out_ptr,
-    gates_ptr,
-    cells_ptr,
-    out_ptr,
-    B,
-    U,
-    T,
-    t,
-    t_src,
-    stride_xb,
-    stride_xt,
-    stride_xf,
-    stride_kr,
-    stride_kc,
-    stride_mb,
-    stride_mt,
-    HAS_MASK: tl.constexpr,
-    ZERO_OUTPUT: tl.constexpr,
-    ACT: tl.constexpr,
-    RACT: tl.constexpr,
-    PRECISION: tl.constexpr,
-    BLOCK_B: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+@triton.jit
+def _fwd_tile(
+    x_ptr, k_ptr, m_ptr, h_in_ptr, c_in_ptr, h_out_ptr, c_out_ptr, gates_ptr, cells_ptr, out_ptr,
+    rb, rn, B, U, T, t, t_src, stride_xb, stride_xt, stride_xf, stride_kr, stride_kc,
+    stride_mb, stride_mt,
+    HAS_MASK: tl.constexpr, ZERO_OUTPUT: tl.constexpr, ACT: tl.constexpr, RACT: tl.constexpr,
+    PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-):
-    """One forward step `t` (processed order; `t_src` is its index in x_proj and mask).
-    h/c states are (B, U) contiguous; gates (T, B, 4U), cells (T, B, U) and the output
-    (B, T, U) are contiguous buffers of the launcher's."""
-    pid_b = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rb = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+):  # fmt: skip
+    """Forward step `t` (processed order; `t_src` is its index in x_proj and mask) for the
+    (rb, rn) tile of batch rows and units: reads the states entering the step from h_in/c_in
+    (B, U), writes the states leaving it to h_out/c_out and the step's gates (T, B, 4U), cell
+    (T, B, U) and output (B, T, U)."""
     b_ok = rb < B
     n_ok = rn < U
     tile_ok = b_ok[:, None] & n_ok[None, :]
@@ -182,32 +153,62 @@ def _lstm_fwd_step_kernel(
     tl.store(out_ptrs + t * U, out.to(dtype), mask=tile_ok)
 
 
-@triton.jit
-def _lstm_carry_kernel(
-    h0_ptr,
-    c0_ptr,
+# The step indices change every launch: specialising on them (a value of 1, or divisible by
+# 16) would compile extra variants of the same kernel in the middle of a sequence.
+@triton.jit(do_not_specialize=["t", "t_src"])
+def _lstm_fwd_step_kernel(
+    x_ptr,
+    k_ptr,
     m_ptr,
-    out_ptr,
+    h_in_ptr,
+    c_in_ptr,
+    h_out_ptr,
+    c_out_ptr,
+    gates_ptr,
     cells_ptr,
-    h_prev_ptr,
-    c_prev_ptr,
+    out_ptr,
     B,
     U,
     T,
+    t,
+    t_src,
+    stride_xb,
+    stride_xt,
+    stride_xf,
+    stride_kr,
+    stride_kc,
     stride_mb,
     stride_mt,
     HAS_MASK: tl.constexpr,
-    REVERSE: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
     BLOCK_B: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
-    """The states entering each step: h_prev (B, T, U) at source time positions (paired
-    with dx's rows for dU) and c_prev (T, B, U) in processed order. At a live step the
-    output is the fresh h, so the hidden state is rebuilt from the outputs."""
-    pid_b = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rb = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    """One forward step `t` (processed order; `t_src` is its index in x_proj and mask).
+    h/c states are (B, U) contiguous; gates (T, B, 4U), cells (T, B, U) and the output
+    (B, T, U) are contiguous buffers of the launcher's."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    _fwd_tile(
+        x_ptr, k_ptr, m_ptr, h_in_ptr, c_in_ptr, h_out_ptr, c_out_ptr, gates_ptr, cells_ptr,
+        out_ptr, rb, rn, B, U, T, t, t_src, stride_xb, stride_xt, stride_xf, stride_kr,
+        stride_kc, stride_mb, stride_mt, HAS_MASK, ZERO_OUTPUT, ACT, RACT, PRECISION, BLOCK_B,
+        BLOCK_N, BLOCK_K,
+    )  # fmt: skip
+
+
+@triton.jit
+def _carry_tile(
+    h0_ptr, c0_ptr, m_ptr, out_ptr, cells_ptr, h_prev_ptr, c_prev_ptr, rb, rn, B, U, T,
+    stride_mb, stride_mt, HAS_MASK: tl.constexpr, REVERSE: tl.constexpr,
+):  # fmt: skip
+    """The states entering each step for the (rb, rn) tile: h_prev (B, T, U) at source time
+    positions (paired with dx's rows for dU) and c_prev (T, B, U) in processed order. At a
+    live step the output is the fresh h, so the hidden state is rebuilt from the outputs."""
     b_ok = rb < B
     tile_ok = b_ok[:, None] & (rn < U)[None, :]
     state = rb[:, None] * U + rn[None, :]
@@ -231,55 +232,47 @@ def _lstm_carry_kernel(
             c = c_t
 
 
-@triton.jit(do_not_specialize=["t", "t_src", "t_next_src", "K_END"])
-def _lstm_bwd_step_kernel(
-    k_ptr,
+@triton.jit
+def _lstm_carry_kernel(
+    h0_ptr,
+    c0_ptr,
     m_ptr,
-    gy_ptr,
-    gates_ptr,
+    out_ptr,
     cells_ptr,
+    h_prev_ptr,
     c_prev_ptr,
-    dx_ptr,
-    skip_in_ptr,
-    dc_in_ptr,
-    dprev_in_ptr,
-    skip_out_ptr,
-    dc_out_ptr,
-    dprev_out_ptr,
-    dh0_ptr,
     B,
     U,
     T,
-    t,
-    t_src,
-    t_next_src,
-    K_END,
-    stride_kr,
-    stride_kc,
     stride_mb,
     stride_mt,
-    stride_gb,
-    stride_gt,
-    stride_gf,
     HAS_MASK: tl.constexpr,
-    ZERO_OUTPUT: tl.constexpr,
-    ACT: tl.constexpr,
-    RACT: tl.constexpr,
-    FINAL: tl.constexpr,
-    PRECISION: tl.constexpr,
+    REVERSE: tl.constexpr,
     BLOCK_B: tl.constexpr,
     BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
 ):
-    """One backward step `t` (processed order), after step t + 1 wrote dz[t + 1] into dx
-    (B, T, 4U) at `t_next_src`. K_END is 4U, or 0 at the last step (nothing after it).
-    State buffers (B, U): `skip` is the part of dh that bypassed masked steps (g_h at the
-    start), `dc` the cell cotangent, `dprev` what a masked step's repeated output passes to
-    the previous output. With FINAL the launch only writes dh0 = skip + dz[0] @ U^T."""
-    pid_b = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rb = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    """`_carry_tile` over a (batch tile, unit tile) grid."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    _carry_tile(h0_ptr, c0_ptr, m_ptr, out_ptr, cells_ptr, h_prev_ptr, c_prev_ptr, rb, rn, B, U,
+                T, stride_mb, stride_mt, HAS_MASK, REVERSE)  # fmt: skip
+
+
+@triton.jit
+def _bwd_tile(
+    k_ptr, m_ptr, gy_ptr, gates_ptr, cells_ptr, c_prev_ptr, dx_ptr, skip_in_ptr, dc_in_ptr,
+    dprev_in_ptr, skip_out_ptr, dc_out_ptr, dprev_out_ptr, dh0_ptr, rb, rn, B, U, T, t, t_src,
+    t_next_src, K_END, stride_kr, stride_kc, stride_mb, stride_mt, stride_gb, stride_gt,
+    stride_gf,
+    HAS_MASK: tl.constexpr, ZERO_OUTPUT: tl.constexpr, ACT: tl.constexpr, RACT: tl.constexpr,
+    FINAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_B: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """Backward step `t` (processed order) for the (rb, rn) tile, after step t + 1 wrote
+    dz[t + 1] into dx (B, T, 4U) at `t_next_src`. K_END is 4U, or 0 at the last step
+    (nothing after it). State buffers (B, U): `skip` is the part of dh that bypassed masked
+    steps (g_h at the start), `dc` the cell cotangent, `dprev` what a masked step's repeated
+    output passes to the previous output. With FINAL it only writes dh0 = skip + dz[0] @ U^T."""
     b_ok = rb < B
     n_ok = rn < U
     tile_ok = b_ok[:, None] & n_ok[None, :]
@@ -347,6 +340,59 @@ def _lstm_bwd_step_kernel(
         tl.store(dx_ptrs + 3 * U, dz_o.to(dtype), mask=tile_ok)
         tl.store(skip_out_ptr + state, skip.to(dtype), mask=tile_ok)
         tl.store(dc_out_ptr + state, dc_next.to(dtype), mask=tile_ok)
+
+
+@triton.jit(do_not_specialize=["t", "t_src", "t_next_src", "K_END"])
+def _lstm_bwd_step_kernel(
+    k_ptr,
+    m_ptr,
+    gy_ptr,
+    gates_ptr,
+    cells_ptr,
+    c_prev_ptr,
+    dx_ptr,
+    skip_in_ptr,
+    dc_in_ptr,
+    dprev_in_ptr,
+    skip_out_ptr,
+    dc_out_ptr,
+    dprev_out_ptr,
+    dh0_ptr,
+    B,
+    U,
+    T,
+    t,
+    t_src,
+    t_next_src,
+    K_END,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    stride_gb,
+    stride_gt,
+    stride_gf,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    FINAL: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """One backward step `t` (processed order) over a (batch tile, unit tile) grid: see
+    `_bwd_tile`."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    _bwd_tile(
+        k_ptr, m_ptr, gy_ptr, gates_ptr, cells_ptr, c_prev_ptr, dx_ptr, skip_in_ptr, dc_in_ptr,
+        dprev_in_ptr, skip_out_ptr, dc_out_ptr, dprev_out_ptr, dh0_ptr, rb, rn, B, U, T, t,
+        t_src, t_next_src, K_END, stride_kr, stride_kc, stride_mb, stride_mt, stride_gb,
+        stride_gt, stride_gf, HAS_MASK, ZERO_OUTPUT, ACT, RACT, FINAL, PRECISION, BLOCK_B,
+        BLOCK_N, BLOCK_K,
+    )  # fmt: skip
 
 
 @triton.jit
