@@ -19,10 +19,15 @@ from keratron.layers.lookup import *
 from keratron.layers.text_vectorization import *
 from keratron.layers.image_preprocessing import *
 from keratron.layers.image_augmentation import *
+from keratron.layers.image_color import *
+from keratron.layers.image_warping import *
+from keratron.layers.image_mixing import *
 from keratron.layers.convolutional import *
 from keratron.layers.pooling import *
+from keratron.layers.adaptive_pooling import *
 from keratron.layers.normalization import *
 from keratron.layers.wrappers import *
+from keratron.layers.normalization_extra import *
 from keratron.layers.recurrent import *
 from keratron.layers.attention import *
 from keratron.layers.unsupported import *
@@ -42,10 +47,15 @@ for _module in (
     text_vectorization,  # noqa: F405
     image_preprocessing,  # noqa: F405
     image_augmentation,  # noqa: F405
+    image_color,  # noqa: F405
+    image_warping,  # noqa: F405
+    image_mixing,  # noqa: F405
     convolutional,  # noqa: F405
     pooling,  # noqa: F405
+    adaptive_pooling,  # noqa: F405
     normalization,  # noqa: F405
     wrappers,  # noqa: F405
+    normalization_extra,  # noqa: F405
     recurrent,  # noqa: F405
     attention,  # noqa: F405
     unsupported,  # noqa: F405
