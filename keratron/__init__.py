@@ -73,6 +73,7 @@ _install(
         "get_registered_name": saving.get_registered_name,
         "get_registered_object": saving.get_registered_object,
         "image_dataset_from_directory": preprocessing.image_dataset_from_directory,
+        "is_keras_tensor": backend.is_keras_tensor,
         "register_keras_serializable": saving.register_keras_serializable,
         "serialize_keras_object": saving.serialize_keras_object,
         "timeseries_dataset_from_array": preprocessing.timeseries_dataset_from_array,

@@ -384,3 +384,136 @@ def set_backend(backend: str) -> None:
 def is_nnx_enabled() -> bool:
     """Whether Flax NNX mode is on: never, as in Keras on any backend other than JAX."""
     return False
+
+
+# ---------------------------------------------------------------------------- logging, debugging
+_interactive_logging = True
+_traceback_filtering = True
+_flash_attention: bool | None = None  # None: on where it applies (Keras's default)
+_MAX_EPOCHS: int | None = None
+_MAX_STEPS_PER_EPOCH: int | None = None
+if "KERAS_MAX_EPOCHS" in os.environ:
+    _MAX_EPOCHS = int(os.environ["KERAS_MAX_EPOCHS"])
+if "KERAS_MAX_STEPS_PER_EPOCH" in os.environ:
+    _MAX_STEPS_PER_EPOCH = int(os.environ["KERAS_MAX_STEPS_PER_EPOCH"])
+
+
+def enable_interactive_logging() -> None:
+    """Sends keratron's messages and progress bars to stdout (the default)."""
+    global _interactive_logging
+    _interactive_logging = True
+
+
+def disable_interactive_logging() -> None:
+    """Sends keratron's messages to the `logging` logger "keratron" (level INFO) instead of
+    stdout, and draws no live progress bars: the choice for jobs whose output is a log file.
+
+    Example:
+        >>> keratron.config.disable_interactive_logging()
+        >>> keratron.config.is_interactive_logging_enabled()
+        False
+        >>> keratron.config.enable_interactive_logging()
+    """
+    global _interactive_logging
+    _interactive_logging = False
+
+
+def is_interactive_logging_enabled() -> bool:
+    """Whether messages and progress bars go to stdout (True) or to `logging` (False)."""
+    return _interactive_logging
+
+
+def enable_traceback_filtering() -> None:
+    """Turns traceback filtering back on (Keras's switch; see `disable_traceback_filtering`)."""
+    global _traceback_filtering
+    _traceback_filtering = True
+
+
+def disable_traceback_filtering() -> None:
+    """Keras's switch for showing its internal frames in tracebacks.
+
+    keratron raises its errors where they happen and never removes frames from a traceback, so
+    tracebacks are complete with the switch on or off; the setting is kept and reported by
+    `is_traceback_filtering_enabled` for scripts that read it.
+    """
+    global _traceback_filtering
+    _traceback_filtering = False
+
+
+def is_traceback_filtering_enabled() -> bool:
+    """The traceback-filtering switch (True unless `disable_traceback_filtering` was called)."""
+    return _traceback_filtering
+
+
+def enable_flash_attention() -> None:
+    """Lets attention layers use flash attention where it applies (Keras's default)."""
+    global _flash_attention
+    _flash_attention = None
+
+
+def disable_flash_attention() -> None:
+    """Stops `MultiHeadAttention` (and `ops.dot_product_attention` called without an explicit
+    `flash_attention`) from choosing flash attention.
+
+    Example:
+        >>> keratron.config.disable_flash_attention()
+        >>> keratron.config.is_flash_attention_enabled()
+        False
+        >>> keratron.config.enable_flash_attention()
+    """
+    global _flash_attention
+    _flash_attention = False
+
+
+def is_flash_attention_enabled() -> bool | None:
+    """False after `disable_flash_attention()`, else None ("on where it applies"), as Keras."""
+    return _flash_attention
+
+
+def set_max_epochs(max_epochs: int | None) -> None:
+    """Caps the epochs of every `fit` call (a debugging aid; also the KERAS_MAX_EPOCHS
+    environment variable). None removes the cap.
+
+    Example:
+        >>> keratron.config.set_max_epochs(1)
+        >>> keratron.config.max_epochs()
+        1
+        >>> keratron.config.set_max_epochs(None)
+    """
+    global _MAX_EPOCHS
+    _MAX_EPOCHS = max_epochs
+
+
+def max_epochs() -> int | None:
+    """The cap on `fit`'s epochs, or None."""
+    return _MAX_EPOCHS
+
+
+def set_max_steps_per_epoch(max_steps_per_epoch: int | None) -> None:
+    """Caps the steps of each epoch of `fit`, and of `evaluate` and `predict` (a debugging
+    aid; also the KERAS_MAX_STEPS_PER_EPOCH environment variable). None removes the cap."""
+    global _MAX_STEPS_PER_EPOCH
+    _MAX_STEPS_PER_EPOCH = max_steps_per_epoch
+
+
+def max_steps_per_epoch() -> int | None:
+    """The cap on steps per epoch, or None."""
+    return _MAX_STEPS_PER_EPOCH
+
+
+def enable_unsafe_deserialization() -> None:
+    """Lets `Lambda` layers rebuild Python lambdas from serialized bytecode when loading.
+
+    A config or model file holding a lambda's bytecode can run arbitrary code when loaded, so
+    keratron refuses it unless this is called (or `safe_mode=False` is passed).
+    """
+    global _UNSAFE_DESERIALIZATION
+    _UNSAFE_DESERIALIZATION = True
+
+
+_UNSAFE_DESERIALIZATION = False
+
+
+def unsafe_deserialization_enabled() -> bool:
+    """Whether `enable_unsafe_deserialization()` was called."""
+    return _UNSAFE_DESERIALIZATION

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, is_tensor
+from keratron.backend.dtypes import result_type
 from keratron.config import (
     epsilon,
     floatx,
@@ -37,6 +38,7 @@ __all__ = [
     "is_keras_tensor",
     "is_float_dtype",
     "is_int_dtype",
+    "result_type",
     "standardize_dtype",
 ]
 

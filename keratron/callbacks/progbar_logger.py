@@ -6,6 +6,8 @@ import sys
 import time
 
 from keratron.callbacks.callback import Callback
+from keratron.config import is_interactive_logging_enabled
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["ProgbarLogger"]
 
@@ -23,7 +25,12 @@ def _fmt(logs) -> str:
 
 class ProgbarLogger(Callback):
     """Shows training progress: "Epoch i/N" and a tqdm bar with the running loss and metrics
-    (verbose=1), or one summary line per epoch (verbose=2)."""
+    (verbose=1), or one summary line per epoch (verbose=2).
+
+    With interactive logging disabled (`keratron.config.disable_interactive_logging()`), no
+    live bar is drawn and every line goes to the `logging` logger "keratron" instead of stdout
+    (verbose=1 then logs the per-epoch summary line).
+    """
 
     def __init__(self, count_mode=None, stateful_metrics=None):
         super().__init__()
@@ -44,7 +51,7 @@ class ProgbarLogger(Callback):
 
         self._close()
         self._start = time.time()
-        if self.verbose == 1:
+        if self.verbose == 1 and is_interactive_logging_enabled():
             self._bar = tqdm(
                 total=total,
                 desc=desc,
@@ -62,7 +69,7 @@ class ProgbarLogger(Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         if self.verbose:
-            print(f"Epoch {epoch + 1}/{self.epochs}", flush=True)
+            print_msg(f"Epoch {epoch + 1}/{self.epochs}")
         self._open(self.params.get("steps"))
 
     def on_train_batch_end(self, batch, logs=None):
@@ -74,8 +81,8 @@ class ProgbarLogger(Callback):
         if self._bar is not None:
             self._bar.set_postfix_str(_fmt(logs), refresh=True)
         self._close()
-        if self.verbose == 2:
-            print(f"{time.time() - self._start:.0f}s - {_fmt(logs)}", flush=True)
+        if self.verbose == 2 or (self.verbose and not is_interactive_logging_enabled()):
+            print_msg(f"{time.time() - self._start:.0f}s - {_fmt(logs)}")
 
     def on_test_begin(self, logs=None):
         if self.model is not None and getattr(self.model, "_in_fit", False):
@@ -93,8 +100,8 @@ class ProgbarLogger(Callback):
             if self._bar is not None:
                 self._bar.set_postfix_str(_fmt(logs), refresh=True)
             self._close()
-            if self.verbose == 2:
-                print(_fmt(logs), flush=True)
+            if self.verbose == 2 or (self.verbose and not is_interactive_logging_enabled()):
+                print_msg(_fmt(logs))
             self._mode = "train"
 
     def on_predict_begin(self, logs=None):

@@ -22,7 +22,7 @@ import numpy as np
 from keratron import ops
 from keratron import random as kt_random
 from keratron.autodiff import tree
-from keratron.config import standardize_data_format
+from keratron.config import standardize_data_format, unsafe_deserialization_enabled
 from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.layer import who as _who
@@ -970,12 +970,14 @@ class Lambda(Layer):
         Args:
             config: a dict from `get_config` (tf.keras layout; Keras 3's layout also reads).
             custom_objects: optional dict of names to functions.
-            safe_mode: None follows `enable_unsafe_deserialization()`; False allows lambdas.
+            safe_mode: None follows `keratron.config.enable_unsafe_deserialization()`; False
+                allows lambdas.
 
         Raises:
             ValueError: for a Python lambda in safe mode, or an unknown function name.
         """
-        safe = (not _UNSAFE_DESERIALIZATION) if safe_mode is None else safe_mode is not False
+        unsafe = _UNSAFE_DESERIALIZATION or unsafe_deserialization_enabled()
+        safe = (not unsafe) if safe_mode is None else safe_mode is not False
         config = dict(config)
         config["function"] = cls._parse_function(
             config, "function", "function_type", "module", custom_objects, safe
@@ -1022,7 +1024,7 @@ class Lambda(Layer):
                     f"Lambda.from_config: the config's `{key}` is a Python lambda stored as "
                     "bytecode, and loading it could execute arbitrary code, so it is refused in "
                     "safe mode. If you trust its source, pass `safe_mode=False` or call "
-                    "`keratron.layers.core.enable_unsafe_deserialization()` first."
+                    "`keratron.config.enable_unsafe_deserialization()` first."
                 )
             module = config.get(module_key)
             globs = dict(vars(sys.modules[module])) if module in sys.modules else {}

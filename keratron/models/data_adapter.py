@@ -394,6 +394,10 @@ class EpochIterator:
             raise ValueError(
                 f"`steps_per_epoch` must be a positive integer. Received: {steps_per_epoch}"
             )
+        cap = config.max_steps_per_epoch()  # a debugging cap, as Keras's
+        if cap and (not steps_per_epoch or cap < steps_per_epoch):
+            warnings.warn(f"Limiting steps_per_epoch to {cap}", stacklevel=3)
+            steps_per_epoch = cap
         self.steps_per_epoch = int(steps_per_epoch) if steps_per_epoch else None
         self.steps_per_execution = max(int(steps_per_execution or 1), 1)
         self.adapter = _get_adapter(

@@ -11,6 +11,8 @@ import math
 import re
 import shutil
 
+from keratron.utils.io_utils import print_msg
+
 __all__ = ["print_summary", "count_params", "weight_memory_size", "readable_memory_size"]
 
 # rich's HEAVY_HEAD box: top, header row, header/body rule, body row, row rule, bottom.
@@ -319,6 +321,6 @@ def print_summary(
         layer_range=layer_range,
     )
     if print_fn is None:
-        print(text, end="")
+        print_msg(text, line_break=False)  # logged when interactive logging is off
     else:
         print_fn(text)

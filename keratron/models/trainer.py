@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from keratron import ops
+from keratron import config, ops
 from keratron.autodiff import tree
 from keratron.autodiff.tape import GradientTape
 from keratron.autodiff.tensor import Tensor
@@ -552,6 +552,10 @@ class Trainer:
             >>> history.history["loss"]
         """
         self._assert_compile_called("fit")
+        cap = config.max_epochs()  # a debugging cap, as Keras's
+        if cap and cap < epochs:
+            warnings.warn(f"Limiting epochs to {cap}", stacklevel=2)
+            epochs = cap
         host_memory.keep_freed_host_memory()
         verbose = _resolve_verbose(verbose)
         if validation_split and validation_data is None:

@@ -11,13 +11,18 @@ removes it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import sys
 import tempfile
+
+from keratron.config import is_interactive_logging_enabled
 
 __all__ = [
     "ask_to_proceed_with_overwrite",
     "atomic_write",
     "fsync_path",
+    "print_msg",
     "remove_stale_temporaries",
 ]
 
@@ -137,3 +142,26 @@ def ask_to_proceed_with_overwrite(filepath) -> bool:
         return False
     print("[TIP] Next time specify overwrite=True!")
     return True
+
+
+def print_msg(message, line_break: bool = True) -> None:
+    """Writes `message` to stdout, or logs it (logger "keratron", INFO) once
+    `keratron.config.disable_interactive_logging()` was called, as Keras's `print_msg`.
+
+    Example:
+        >>> print_msg("Epoch 1/3")
+        Epoch 1/3
+    """
+    message = str(message)
+    if not is_interactive_logging_enabled():
+        logging.getLogger("keratron").info(message)
+        return
+    message = f"{message}\n" if line_break else message
+    try:
+        sys.stdout.write(message)
+    except UnicodeEncodeError:
+        # A terminal without the bar's glyph gets Keras 2's "=" (as Keras does).
+        encoding = sys.stdout.encoding or "utf-8"
+        message = message.replace("\u2501", "=").encode(encoding, errors="ignore")
+        sys.stdout.write(message.decode(encoding))
+    sys.stdout.flush()
