@@ -12,6 +12,7 @@ from keratron.callbacks.orbax_checkpoint import OrbaxCheckpoint
 from keratron.callbacks.progbar_logger import ProgbarLogger
 from keratron.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from keratron.callbacks.remote_monitor import RemoteMonitor
+from keratron.callbacks.swap_ema_weights import SwapEMAWeights
 from keratron.callbacks.tensorboard import TensorBoard
 from keratron.callbacks.terminate_on_nan import TerminateOnNaN
 
@@ -29,6 +30,7 @@ __all__ = [
     "ProgbarLogger",
     "ReduceLROnPlateau",
     "RemoteMonitor",
+    "SwapEMAWeights",
     "TensorBoard",
     "TerminateOnNaN",
 ]
