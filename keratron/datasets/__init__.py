@@ -1,12 +1,13 @@
 """Small real data sets shipped inside the package (no download needed), and Keras's
 download-and-cache loaders (mnist, fashion_mnist, cifar10, cifar100, imdb, reuters,
-boston_housing).
+boston_housing, california_housing).
 
 Each module has a `load_data()` returning NumPy arrays, as Keras's dataset modules do.
 """
 
 from keratron.datasets import (
     boston_housing,
+    california_housing,
     cifar10,
     cifar100,
     digits,
@@ -19,6 +20,7 @@ from keratron.datasets import (
 
 __all__ = [
     "boston_housing",
+    "california_housing",
     "cifar10",
     "cifar100",
     "digits",
