@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import inspect
 
+from keratron.losses import extra as _extra
 from keratron.losses import losses as _losses
+from keratron.losses.extra import (
+    CTC,
+    CategoricalGeneralizedCrossEntropy,
+    Circle,
+    categorical_generalized_cross_entropy,
+    circle,
+    ctc,
+)
 from keratron.losses.loss import Loss, binary_or_sparse, reduce_weighted_values
 from keratron.losses.losses import *  # noqa: F403
 from keratron.losses.losses import (
@@ -69,6 +78,7 @@ __all__ = [
     "reduce_weighted_values",
     "resolve_loss",
     *_losses.__all__,
+    *_extra.__all__,
     "mse",
     "MSE",
     "mae",
@@ -126,6 +136,12 @@ ALL_OBJECTS = (
     categorical_hinge,
     dice,
     tversky,
+    CTC,
+    Circle,
+    CategoricalGeneralizedCrossEntropy,
+    ctc,
+    circle,
+    categorical_generalized_cross_entropy,
 )
 ALL_OBJECTS_DICT = {obj.__name__: obj for obj in ALL_OBJECTS}
 ALL_OBJECTS_DICT.update(

@@ -382,17 +382,10 @@ def test_deserialize_tf_keras_2_config_and_custom_objects():
 
 
 # -------------------------------------------------------------------- get
-UNSUPPORTED = {"CTC", "ctc", "Circle", "circle"}
-
-
 def test_get_resolves_every_keras_identifier():
     from keras.src.losses import ALL_OBJECTS_DICT as keras_names
 
     for name, obj in keras_names.items():
-        if name in UNSUPPORTED:
-            with pytest.raises(ValueError):
-                L.get(name)
-            continue
         if name == "LossFunctionWrapper":  # needs `fn`: not constructible by name
             with pytest.raises(TypeError):
                 L.get(name)
