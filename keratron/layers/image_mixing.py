@@ -156,17 +156,11 @@ class CutMix(_DictInputLayer):
         mixed = ops.take(images, params["permutation_order"], axis=0)
         return ops.where(params["batch_masks"], mixed, images)
 
-    def _augment(self, images):
-        if images.shape[0] == 1 and self._single:
-            return images
-        return super()._augment(images)
-
     def call(self, inputs, training=True):
         # Keras leaves a single (rank 3) image unmixed: there is no other image to mix in.
-        images = inputs["images"] if isinstance(inputs, dict) else inputs
-        self._single = len(getattr(images, "shape", ())) == 3
-        if self._single and isinstance(inputs, dict):
-            return super().call(inputs, training=False)
+        images = inputs.get("images") if isinstance(inputs, dict) else inputs
+        if getattr(images, "ndim", None) == 3:
+            training = False
         return super().call(inputs, training=training)
 
     def _apply_labels(self, labels, params):

@@ -25,8 +25,11 @@ def _shear_pair(factor, name):
     values = factor if isinstance(factor, (tuple, list)) else [factor]
     if len(values) not in (1, 2) or not isinstance(factor, (tuple, list, int, float)):
         raise ValueError(msg)
+    # A pair may hold negative bounds: the config stores a number f as (-f, f), and Keras
+    # 3.15 (which checks each bound against [0, 1]) cannot rebuild the layer from it.
+    low = -1.0 if isinstance(factor, (tuple, list)) else 0.0
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= 1.0:
             raise ValueError(msg)
     if isinstance(factor, (tuple, list)):
         if len(factor) != 2:
@@ -44,8 +47,8 @@ class RandomShear(_TransformLayer):
     (x + s_x y, s_y x + y), Keras's matrix `[1, s_x, 0; s_y, 1, 0]`.
 
     Args:
-        x_factor: a number in [0, 1] or a pair (default 0.0).
-        y_factor: a number in [0, 1] or a pair (default 0.0).
+        x_factor: a number in [0, 1] or a pair of bounds in [-1, 1] (default 0.0).
+        y_factor: a number in [0, 1] or a pair of bounds in [-1, 1] (default 0.0).
         interpolation: "bilinear" (default) or "nearest".
         fill_mode: "reflect" (default), "wrap", "constant" or "nearest".
         fill_value: the value outside the image when `fill_mode="constant"`.
