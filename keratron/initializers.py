@@ -11,6 +11,7 @@ from keratron.layers.initializers import *  # noqa: F403
 _ALIASES = {
     "IdentityInitializer": "Identity",
     "OrthogonalInitializer": "Orthogonal",
+    "STFTInitializer": "STFT",
     "constant": "Constant",
     "glorot_normal": "GlorotNormal",
     "glorot_uniform": "GlorotUniform",
@@ -23,6 +24,7 @@ _ALIASES = {
     "orthogonal": "Orthogonal",
     "random_normal": "RandomNormal",
     "random_uniform": "RandomUniform",
+    "stft": "STFT",
     "truncated_normal": "TruncatedNormal",
     "variance_scaling": "VarianceScaling",
     "zeros": "Zeros",

@@ -19,6 +19,7 @@ from keratron.layers.lookup import *
 from keratron.layers.text_vectorization import *
 from keratron.layers.image_preprocessing import *
 from keratron.layers.image_augmentation import *
+from keratron.layers.audio import *
 from keratron.layers.image_color import *
 from keratron.layers.image_warping import *
 from keratron.layers.image_mixing import *
@@ -47,6 +48,7 @@ for _module in (
     text_vectorization,  # noqa: F405
     image_preprocessing,  # noqa: F405
     image_augmentation,  # noqa: F405
+    audio,  # noqa: F405
     image_color,  # noqa: F405
     image_warping,  # noqa: F405
     image_mixing,  # noqa: F405

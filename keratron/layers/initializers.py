@@ -27,6 +27,7 @@ __all__ = [
     "LecunUniform",
     "Orthogonal",
     "Identity",
+    "STFT",
     "get",
     "serialize",
     "deserialize",
@@ -293,6 +294,107 @@ class Identity(Initializer):
         return {} if self.gain == 1.0 else {"gain": self.gain}
 
 
+# Windows `scipy.signal.get_window` gives, as numpy computes them (symmetric; the periodic
+# ones are the symmetric window of n + 1 points without its last point).
+_WINDOWS = {
+    "hann": np.hanning,
+    "hanning": np.hanning,
+    "hamming": np.hamming,
+    "blackman": np.blackman,
+    "bartlett": np.bartlett,
+    "boxcar": np.ones,
+    "rectangular": np.ones,
+}
+
+
+def get_window(window: str, n: int, periodic: bool = False) -> np.ndarray:
+    """The float64 window `scipy.signal.get_window(window, n, fftbins=periodic)` gives, for
+    the windows named in `_WINDOWS`."""
+    if window not in _WINDOWS:
+        raise ValueError(
+            f"Unknown window {window!r}: expected one of {sorted(_WINDOWS)}, an array, or None."
+        )
+    if n == 1:
+        return np.ones(1)
+    w = _WINDOWS[window](n + 1 if periodic else n)
+    return np.asarray(w[:-1] if periodic else w, dtype=np.float64)
+
+
+class STFT(Initializer):
+    """Kernel of a short-time Fourier transform as a 1D convolution: shape
+    `(frame_length, input_channels, fft_bins)` holding the real (cos) or imaginary (-sin)
+    part of the DFT basis, multiplied by a window and divided by its scale.
+
+    Args:
+        side: "real" or "imag".
+        window: a window name (see `get_window`), a 1D array of `frame_length` values, or None.
+        scaling: "density" (divide by the window's L2 norm), "spectrum" (by its sum) or None.
+        periodic: whether a named window is periodic (True) or symmetric (False).
+
+    Example:
+        >>> kernel = keratron.initializers.STFT("real")((8, 1, 5))
+        >>> kernel.shape
+        (8, 1, 5)
+    """
+
+    def __init__(self, side="real", window="hann", scaling="density", periodic=False):
+        if side not in ("real", "imag"):
+            raise ValueError(
+                f"STFT initializer: argument `side` must be 'real' or 'imag'. Received: "
+                f"side={side!r}"
+            )
+        if isinstance(window, str):
+            get_window(window, 1)
+        if scaling is not None and scaling not in ("density", "spectrum"):
+            raise ValueError(
+                "STFT initializer: argument `scaling` must be None, 'density' or 'spectrum'. "
+                f"Received: scaling={scaling!r}"
+            )
+        self.side = side
+        self.window = window
+        self.scaling = scaling
+        self.periodic = periodic
+
+    def __call__(self, shape, dtype=None):
+        if len(shape) != 3:
+            raise ValueError(
+                "STFT initializer needs a 3D shape (frame_length, input_channels, fft_bins). "
+                f"Received: shape={tuple(shape)}"
+            )
+        frame_length, _, bins = shape
+        time = np.arange(frame_length, dtype=np.float64).reshape(frame_length, 1, 1)
+        freq = np.arange(bins, dtype=np.float64).reshape(1, 1, bins) / ((bins - 1) * 2)
+        args = -2.0 * time * freq * np.pi
+        kernel = np.cos(args) if self.side == "real" else np.sin(args)
+        if self.window is not None:
+            if isinstance(self.window, str):
+                win = get_window(self.window, frame_length, self.periodic)
+            else:
+                win = np.asarray(self.window, dtype=np.float64)
+            if win.shape != (frame_length,):
+                raise ValueError(
+                    f"STFT initializer: the window must have shape ({frame_length},). "
+                    f"Received: window shape={win.shape}"
+                )
+            win = win.reshape(frame_length, 1, 1)
+            scale = 1.0
+            if self.scaling == "density":
+                scale = np.sqrt(np.sum(np.square(win)))
+            elif self.scaling == "spectrum":
+                scale = np.sum(np.abs(win))
+            kernel = kernel * win / scale
+        kernel = np.broadcast_to(kernel, tuple(shape)).copy()
+        return convert_to_tensor(kernel, dtype=standardize_dtype(dtype))
+
+    def get_config(self):
+        return {
+            "side": self.side,
+            "window": self.window,
+            "periodic": self.periodic,
+            "scaling": self.scaling,
+        }
+
+
 _ALIASES = {
     "zeros": Zeros,
     "zero": Zeros,
@@ -313,6 +415,7 @@ _ALIASES = {
     "lecun_uniform": LecunUniform,
     "orthogonal": Orthogonal,
     "identity": Identity,
+    "stft": STFT,
 }
 _CLASSES = {c.__name__: c for c in set(_ALIASES.values())}
 
