@@ -178,7 +178,12 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     """`max(x, 0) - x * z + log(1 + exp(-|x|))`, TF's stable form."""
 
     def lower(ctx, z, x):
-        return kops.relu(x) - x * z + kops.log1p(kops.exp(-kops.abs(x)))
+        # Written with `where` on x >= 0 as TF does, so the gradient at x = 0 is
+        # sigmoid(0) - z (relu and abs would give their subgradient 0 there).
+        pos = x >= 0
+        relu_x = kops.where(pos, x, kops.zeros_like(x))
+        neg_abs = kops.where(pos, -x, x)
+        return relu_x - x * z + kops.log1p(kops.exp(neg_abs))
 
     with op_scope(name, "logistic_loss") as scope:
         lg = convert_to_tensor(logits)
