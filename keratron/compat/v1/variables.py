@@ -513,6 +513,11 @@ def variable_scope(name_or_scope=None, default_name=None, values=None, initializ
         store.scope_counts[full] = store.scope_counts.get(full, 0) + 1
         ns_name = short
         base = parent
+    # Re-entering a scope restarts its sub-scopes' default names (TF's
+    # close_variable_subscopes), so `tf.layers.dense` in a reused scope finds `dense` again.
+    for key in store.scope_counts:
+        if key.startswith(full + "/"):
+            store.scope_counts[key] = 0
     if reuse is None or reuse is False:
         reuse_flag = parent.reuse if reuse is None else False
         if isinstance(name_or_scope, VariableScope) and reuse is None:
