@@ -15,7 +15,7 @@ Example:
 # ruff: noqa: F401
 from __future__ import annotations
 
-from keratron.compat.v1 import data, errors, nn, summary, train
+from keratron.compat.v1 import data, errors, layers, losses, metrics, nn, summary, train
 from keratron.compat.v1 import math_ops as math
 from keratron.compat.v1 import tf_logging as logging
 from keratron.compat.v1 import variables as _variables_module
