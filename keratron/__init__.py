@@ -67,6 +67,7 @@ _install(
     utils,
     {
         "CustomObjectScope": saving.CustomObjectScope,
+        "audio_dataset_from_directory": preprocessing.audio_dataset_from_directory,
         "custom_object_scope": saving.custom_object_scope,
         "deserialize_keras_object": saving.deserialize_keras_object,
         "get_custom_objects": saving.get_custom_objects,
@@ -76,6 +77,8 @@ _install(
         "is_keras_tensor": backend.is_keras_tensor,
         "register_keras_serializable": saving.register_keras_serializable,
         "serialize_keras_object": saving.serialize_keras_object,
+        "split_dataset": preprocessing.split_dataset,
+        "text_dataset_from_directory": preprocessing.text_dataset_from_directory,
         "timeseries_dataset_from_array": preprocessing.timeseries_dataset_from_array,
     },
 )

@@ -7,14 +7,20 @@ Example:
 """
 
 from keratron.preprocessing import image, sequence
+from keratron.preprocessing.dataset_split import split_dataset  # noqa: F401 (for keras.utils)
 from keratron.preprocessing.dataset_utils import (
     image_dataset_from_directory,
     timeseries_dataset_from_array,
+)
+from keratron.preprocessing.file_datasets import (
+    audio_dataset_from_directory,  # noqa: F401 (keras.utils has it; the top level installs it)
+    text_dataset_from_directory,
 )
 
 __all__ = [
     "image",
     "image_dataset_from_directory",
     "sequence",
+    "text_dataset_from_directory",
     "timeseries_dataset_from_array",
 ]
