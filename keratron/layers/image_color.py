@@ -80,6 +80,12 @@ def _to_range(x, source, target):
     return x * (float(target[1]) - float(target[0])) + float(target[0])
 
 
+def _histogram(ids, n):
+    """Counts of each id in [0, n): a segment sum, whose shape (unlike bincount's) is known
+    while a step is traced."""
+    return ops.segment_sum(ops.ones(ids.shape, dtype="int32"), ids, num_segments=n)
+
+
 def _apply_where(mask, new, old):
     """Per-image selection: `mask` is a (batch,) bool tensor."""
     return ops.where(ops.reshape(mask, (-1, 1, 1, 1)), new, old)
@@ -183,7 +189,7 @@ class Equalization(_TransformLayer):
         idx = ops.clip(ops.cast(x * float(nb - 1) / 255.0, "int32"), 0, nb - 1)
         offset = ops.arange(channels, dtype="int32") * nb
         flat = ops.reshape(idx + offset, (-1,))
-        hist = ops.reshape(ops.bincount(flat, minlength=channels * nb), (channels, nb))
+        hist = ops.reshape(_histogram(flat, channels * nb), (channels, nb))
         cdf = ops.cast(ops.cumsum(hist, axis=-1), "float32")
         # The cdf is non-decreasing, so its first nonzero entry is its smallest positive one.
         big = float(np.finfo("float32").max)
@@ -272,9 +278,9 @@ class ContrastLimitedAdaptiveHistogramEqualization(_TransformLayer):
         tiles = ops.transpose(tiles, (0, 1, 3, 5, 2, 4))
         vals = ops.clip(ops.cast(tiles, "int32"), 0, 255)
         n_tiles = b * gh * gw * c
-        # One 256-bin histogram per (image, tile row, tile col, channel), by one bincount.
+        # One 256-bin histogram per (image, tile row, tile col, channel), by one count.
         base = ops.reshape(ops.arange(n_tiles, dtype="int32") * 256, (b, gh, gw, c, 1, 1))
-        hists = ops.bincount(ops.reshape(vals + base, (-1,)), minlength=n_tiles * 256)
+        hists = _histogram(ops.reshape(vals + base, (-1,)), n_tiles * 256)
         hists = ops.reshape(ops.cast(hists, "float32"), (b, gh, gw, c, 256))
         if self.clip_limit > 0:
             limit = float(self.clip_limit * (th * tw) / 256.0)

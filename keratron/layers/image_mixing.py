@@ -101,7 +101,8 @@ def _mix_labels(labels, mix_weight, permutation):
 class CutMix(_DictInputLayer):
     """Pastes a random box of another image of the batch into each image, as in Keras.
 
-    Per call a Beta parameter a is drawn from `factor` (plus 1e-6); per image a weight
+    Per call a Beta parameter a is drawn from `factor` (plus 1e-6; from a Python generator
+    seeded by `seed`, so a compiled step keeps the one it was traced with); per image a weight
     lam ~ Beta(a, a) sets a box of `sqrt(1 - lam)` of the height and width at a random place,
     filled from the image at the same position in a random permutation of the batch. Labels
     (dict input) are mixed by the box's share of the image. A single image is returned as is.
@@ -121,6 +122,7 @@ class CutMix(_DictInputLayer):
     def __init__(self, factor=1.0, seed=None, data_format=None, **kwargs):
         self.factor = _factor_pair("CutMix", factor, (0, 1))
         super().__init__(seed=seed, data_format=data_format, **kwargs)
+        self._python_random = python_random.Random(seed)
 
     def _bounds(self, batch, length, ratio):
         crop = ratio * float(length)
@@ -132,7 +134,10 @@ class CutMix(_DictInputLayer):
         b = images.shape[0]
         h_axis, w_axis = self._hw_axes()
         h, w = images.shape[h_axis], images.shape[w_axis]
-        alpha = kt_random.uniform((), *self.factor, self.compute_dtype, self.generator) + 1e-6
+        # The Beta parameter is drawn on the host (a traced tensor cannot parameterise
+        # random.beta), so a compiled step keeps the one it was traced with; the per-image
+        # weights are drawn anew on every call.
+        alpha = self._python_random.uniform(*self.factor) + 1e-6
         lam = kt_random.beta((b,), alpha, alpha, dtype=self.compute_dtype, seed=self.generator)
         ratio = ops.sqrt(1.0 - lam)
         x0, x1 = self._bounds(b, w, ratio)

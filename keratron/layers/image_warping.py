@@ -9,6 +9,8 @@ identity when `training=False`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from keratron import ops
 from keratron import random as kt_random
 from keratron.layers.image_augmentation import _check_modes, _factor_pair
@@ -203,13 +205,14 @@ class RandomPerspective(_TransformLayer):
 class RandomElasticTransform(_TransformLayer):
     """Warps each image by a smooth random displacement field with a random probability.
 
-    Per call a distortion d is drawn from `scale` (a number s means [0, s]); the field is
-    normal noise blurred by a Gaussian of standard deviation `0.05 d min(h, w)` and scaled by
-    `0.1 d max(h, w)` pixels (`ops.image.elastic_transform`). Per image it is applied when a
-    uniform draw falls below a probability drawn from `factor`; the result is clipped to
+    Per call a distortion d is drawn from `scale` (a number s means [0, s]); as in
+    `ops.image.elastic_transform`, each image's field is normal noise of standard deviation
+    sigma = `0.05 d min(h, w)`, blurred (zero-padded) by a Gaussian of that sigma and scaled by
+    `0.1 d max(h, w)` pixels, and output pixel (row, col) reads the input at (row + dy,
+    col + dx). The blur kernel is sized for the largest distortion `scale` allows, so a
+    compiled step draws a new d on every call. Per image the warp is applied when a uniform
+    draw falls below a probability drawn from `factor`; the result is clipped to
     `value_range`. The noise comes from keratron's generator, so fields differ from Keras's.
-    The distortion is read on the host to size the blur kernel, as Keras marks this layer as
-    not compilable.
 
     Args:
         factor: a number in [0, 1] (meaning [0, f]) or a pair (default 1.0).
@@ -268,24 +271,36 @@ class RandomElasticTransform(_TransformLayer):
         )
         return {"apply_transform": apply, "distortion_factor": distortion}
 
+    @staticmethod
+    def _gaussian(size, sigma):
+        t = ops.convert_to_tensor(np.arange(size, dtype="float32") - (size - 1) / 2.0)
+        g = ops.exp(-0.5 * ops.square(t / sigma))
+        return g / ops.sum(g)
+
     def _apply(self, images, params):
-        h_axis, w_axis = self._hw_axes()
-        h, w = images.shape[h_axis], images.shape[w_axis]
-        distortion = float(params["distortion_factor"])
-        alpha = max(h, w) * 0.1 * distortion
-        sigma = min(h, w) * 0.05 * distortion
-        if sigma <= 0:
-            return images
-        warped = ops.image.elastic_transform(
-            images,
-            alpha=alpha,
-            sigma=sigma,
-            interpolation=self.interpolation,
-            fill_mode=self.fill_mode,
-            fill_value=self.fill_value,
-            seed=self.generator,
-            data_format=self.data_format,
+        x = self._to_last(images)
+        b, h, w, c = x.shape
+        d = ops.cast(params["distortion_factor"], "float32")
+        alpha = max(h, w) * 0.1 * d
+        # A zero draw would divide by zero in the Gaussian; a tiny sigma is the identity.
+        sigma = ops.maximum(min(h, w) * 0.05 * d, 1e-6)
+        # The distortion stays a tensor (a compiled step draws it anew), so the blur kernel
+        # is sized as ops.image.elastic_transform sizes it for the largest one `scale` allows.
+        k = int(6 * min(h, w) * 0.05 * self.scale[1]) | 1
+        noise = kt_random.normal((2 * b, h, w, 1), dtype="float32", seed=self.generator) * sigma
+        rows_k = ops.reshape(self._gaussian(k, sigma), (k, 1, 1, 1))
+        cols_k = ops.reshape(self._gaussian(k, sigma), (1, k, 1, 1))
+        field = ops.depthwise_conv(noise, rows_k, strides=1, padding="same")
+        field = ops.depthwise_conv(field, cols_k, strides=1, padding="same")
+        field = ops.reshape(field, (2, b, h, w, 1)) * alpha
+        grid = np.meshgrid(np.arange(b), np.arange(h), np.arange(w), np.arange(c), indexing="ij")
+        grid = [ops.convert_to_tensor(g.astype("float32")) for g in grid]
+        coords = [grid[0], grid[1] + field[1], grid[2] + field[0], grid[3]]
+        order = 1 if self.interpolation == "bilinear" else 0
+        warped = ops.image.map_coordinates(
+            ops.cast(x, "float32"), coords, order, self.fill_mode, self.fill_value
         )
+        warped = self._from_last(ops.cast(warped, self.compute_dtype))
         out = _apply_where(params["apply_transform"], warped, images)
         return ops.clip(out, *self.value_range)
 

@@ -454,3 +454,30 @@ def test_bad_modes_and_channels_raise_like_keras():
         kt.layers.RandomColorDegeneration(0.2).compute_output_shape((None, 4, 4, 2))
     with pytest.raises(ValueError, match="rank 3"):
         kt.layers.RandomHue(0.2)(np.ones((4, 4)), training=True)
+
+
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("Equalization", {}),
+        ("ContrastLimitedAdaptiveHistogramEqualization", {"tile_grid_size": (2, 2)}),
+        ("CutMix", {"seed": 1}),
+        ("RandomElasticTransform", {"seed": 1}),
+        ("RandAugment", {"seed": 1, "num_ops": 1}),
+        ("AugMix", {"seed": 1, "num_chains": 2, "chain_depth": 2}),
+    ],
+)
+def test_traced_steps(name, kwargs):
+    # Histograms, Beta weights and elastic fields are traced (keratron.function, as `fit`
+    # compiles its step): deterministic layers give their eager output, random ones draw anew.
+    x = RNG.uniform(0, 255, (4, 16, 16, 3)).astype("float32")  # whole CLAHE clip limits
+    layer = getattr(kt.layers, name)(**kwargs)
+    step = kt.function(lambda t: layer(t, training=True))
+    first, second = step(x).numpy(), step(x).numpy()
+    if name in ("Equalization", "ContrastLimitedAdaptiveHistogramEqualization"):
+        np.testing.assert_allclose(first, layer(x, training=True).numpy(), atol=1e-3)
+        want = _k(_keras_layer(name, **kwargs)(x, training=True))
+        np.testing.assert_allclose(first, want, atol=1e-3)
+    else:
+        assert not np.array_equal(first, second)
+        assert 0 <= first.min() and first.max() <= 255
