@@ -481,3 +481,25 @@ def test_traced_steps(name, kwargs):
     else:
         assert not np.array_equal(first, second)
         assert 0 <= first.min() and first.max() <= 255
+
+
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("AutoContrast", {}),
+        ("RandomColorJitter", {"saturation_factor": (0.3, 0.3), "hue_factor": (0.0, 0.0)}),
+        ("Equalization", {}),
+    ],
+)
+def test_channels_first_is_channels_last_transposed(name, kwargs):
+    # Where Keras 3.15 ignores data_format (AutoContrast reduces axes (1, 2) whatever the
+    # layout; RandomColorJitter builds its steps in the default layout), a channels_first
+    # image gives the channels_last result, transposed; channels_last matches Keras.
+    x = IMAGES / 255.0 if name == "RandomColorJitter" else IMAGES
+    kwargs = dict(kwargs, value_range=(0, 1)) if name == "RandomColorJitter" else kwargs
+    last = getattr(kt.layers, name)(**kwargs)(x, training=True).numpy()
+    first = getattr(kt.layers, name)(**kwargs, data_format="channels_first")(
+        x.transpose(0, 3, 1, 2), training=True
+    )
+    np.testing.assert_allclose(first.numpy().transpose(0, 2, 3, 1), last, atol=1e-4)
+    _ours_and_keras(name, kwargs, x, atol=1e-3)
