@@ -31,6 +31,8 @@ from keratron.layers.wrappers import *
 from keratron.layers.normalization_extra import *
 from keratron.layers.recurrent import *
 from keratron.layers.attention import *
+from keratron.layers.grouped_query_attention import *
+from keratron.layers.reversible_embedding import *
 from keratron.layers.unsupported import *
 
 __all__ = ["Input", "InputLayer", "InputSpec", "Layer", "KerasTensor"]
@@ -60,6 +62,8 @@ for _module in (
     normalization_extra,  # noqa: F405
     recurrent,  # noqa: F405
     attention,  # noqa: F405
+    grouped_query_attention,  # noqa: F405
+    reversible_embedding,  # noqa: F405
     unsupported,  # noqa: F405
 ):
     __all__ += list(getattr(_module, "__all__", []))
