@@ -53,8 +53,10 @@ class Rescaling(Layer):
 
     def call(self, inputs):
         dtype = self.compute_dtype
-        scale = convert_to_tensor(np.asarray(self.scale), dtype=dtype, device=inputs.device)
-        offset = convert_to_tensor(np.asarray(self.offset), dtype=dtype, device=inputs.device)
+        # A traced input is data-free: the constants then live on the default device.
+        device = None if inputs.device == "meta" else inputs.device
+        scale = convert_to_tensor(np.asarray(self.scale), dtype=dtype, device=device)
+        offset = convert_to_tensor(np.asarray(self.offset), dtype=dtype, device=device)
         if scale.ndim > 0 and image_data_format() == "channels_first":
             # Per-channel scales of (batch, C, H, W) images sit on axis 1, not the last one.
             scale = ops.reshape(scale, scale.shape + (1,) * (3 - scale.ndim))
@@ -291,7 +293,7 @@ class Normalization(Layer):
     def call(self, inputs):
         inputs = ops.cast(inputs, self.compute_dtype)
         mean, variance = self._statistics()
-        if mean.device != inputs.device:
+        if mean.device != inputs.device and inputs.device != "meta":
             mean, variance = (convert_to_tensor(t, device=inputs.device) for t in (mean, variance))
         std = ops.maximum(ops.sqrt(variance), epsilon())
         if self.invert:

@@ -183,3 +183,26 @@ def test_normalization_errors():
         L.Normalization(axis=3).build((None, 3))
     with pytest.raises(TypeError, match="adapt"):
         L.Normalization().adapt(3.0)
+
+
+def test_rescaling_and_normalization_in_compiled_predict():
+    # Under tracing the input is data-free; the layers' constants must not follow it there.
+    x = np.random.default_rng(0).uniform(0, 255, (2, 3, 4, 3)).astype("float32")
+    scale, mean, var = np.array([0.5, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([4.0, 1, 9])
+    model = kt.Sequential(
+        [
+            kt.Input((3, 4, 3)),
+            kt.layers.Rescaling(list(scale), offset=1.0),
+            kt.layers.Normalization(mean=list(mean), variance=list(var)),
+        ]
+    )
+    expected = (x * scale + 1.0 - mean) / np.sqrt(var)
+    np.testing.assert_allclose(model.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-4)
+    adapted = kt.Sequential([kt.Input((3, 4, 3)), kt.layers.Normalization()])
+    adapted.layers[0].adapt(x)
+    np.testing.assert_allclose(
+        adapted.predict(x, verbose=0),
+        (x - x.mean(axis=(0, 1, 2))) / x.std(axis=(0, 1, 2)),
+        rtol=1e-4,
+        atol=1e-4,
+    )
