@@ -45,6 +45,7 @@ from keratron import estimator, feature_column, saved_model  # noqa: E402
 from keratron import distribute  # noqa: E402
 from keratron.layers import Input, InputSpec, Layer  # noqa: E402
 from keratron.models import Model, Sequential  # noqa: E402
+from keratron.models import visualization as _model_visualization  # noqa: E402
 from keratron.layers import KerasTensor  # noqa: E402
 from keratron.losses import Loss  # noqa: E402
 from keratron.metrics import Metric  # noqa: E402
@@ -75,6 +76,8 @@ _install(
         "get_registered_object": saving.get_registered_object,
         "image_dataset_from_directory": preprocessing.image_dataset_from_directory,
         "is_keras_tensor": backend.is_keras_tensor,
+        "model_to_dot": _model_visualization.model_to_dot,
+        "plot_model": _model_visualization.plot_model,
         "register_keras_serializable": saving.register_keras_serializable,
         "serialize_keras_object": saving.serialize_keras_object,
         "split_dataset": preprocessing.split_dataset,
