@@ -1,25 +1,58 @@
 """Triton kernels for the LSTM recurrence (`lstm`) and its backpropagation through time
-(`lstm_grad`).
+(`lstm_grad`), in Keras's gate order (i, f, c, o).
 
-Design: one fused gate-and-cell launch per time step over a (batch tile, unit tile) grid. A
-program computes `h @ U` for its unit tile of all four gates (i, f, c, o in Keras's order)
-as `tl.dot`s over K tiles of the previous hidden state, adds the step's input projection,
-applies the activations and the cell update in registers, and writes the gates, the cell,
-the output and the new states. The launch boundary is the grid-wide barrier that the
-recurrence needs between steps; states are double-buffered, so every launch is a pure
-function of its inputs (safe to autotune by re-running). The backward step is the same
-shape of kernel run last step first: `dh = dz[t+1] @ U^T` (a `tl.dot` over the 4 * units
-gate axis), then the gate cotangents `dz[t]` from the saved gates and cells. Two more
-launches finish the backward pass: a carry kernel that rebuilds the states entering each
-step (masked steps carry their state over), and `dU = h_prev^T @ dz` over all steps.
+Three plans, picked by `plan(units, dtype)`:
+
+- "resident" (units <= RESIDENT_UNITS: 32 in float32, 64 in float16/bfloat16): the forward is
+  one launch per sequence. A program owns BLOCK_B = 16 batch rows and every unit of them
+  (grid cdiv(B, 16)), so the recurrence needs no synchronisation between programs. The four
+  (W, W) gate blocks of the recurrent kernel (W = units padded to a power of two) are loaded
+  once before the time loop; Triton keeps these loop-invariant dot operands in shared memory
+  (4 * W^2 * s bytes: 16 KiB at W = 32 in float32, 32 KiB at W = 64 in bfloat16). h, c and
+  the previous output are loop-carried register tiles; per step the kernel reads the input
+  projection, does four (16, W) x (W, W) dots, the activations and the cell update, and
+  writes gates, cell and output. The limit is the AOT report's (sm_90 and sm_80, 8 warps):
+  float32 W = 32 takes up to 100 / 136 registers (forward / backward), W = 64 has its backward at
+  255 registers with 32 B/thread of spills, W = 128 asks for 264 KiB of shared memory (over
+  227 KiB); bfloat16 W = 64 up to 109 / 189, W = 128 spills 440 B/thread in the
+  backward.
+- "streamed" (up to PERSISTENT_MAX_UNITS = 1024 units): the same ownership and one launch per
+  sequence, but the recurrent kernel does not fit on chip: every step streams it from L2 in
+  (BLOCK_K, BLOCK_N) tiles (4 * U^2 * s bytes a program a step, 1 MiB at U = 256 in float32,
+  L2-resident), looping over unit tiles. h and c live in the program's own rows of a
+  double-buffered (2, B, U) state buffer (L1/L2); one `tl.debug_barrier` (bar.sync, which
+  orders the block's memory accesses) a step separates the threads that write step t's
+  states from those that read them as step t + 1's dot operand. Up to 255 registers, no
+  spills, at num_stages=1 (see SEQ_CONFIGS).
+- "steps" (more units): one fused gate-and-cell launch per time step over a (batch tile,
+  unit tile) grid, the launch boundary being the grid-wide barrier between steps. Past 1024
+  units one program streaming 16 MiB a step would be slower than a step spread over the
+  whole GPU (a guess until bench/kernels_gpu.py measures it).
+
+A grid-wide barrier inside one launch (atomics and spinning) would let programs split units
+too, but it deadlocks unless every program is co-resident, and cannot run under the
+interpreter, so it is not used: a whole-sequence launch uses cdiv(B, 16) SMs (4 at B = 64).
+
+The backward pass (`lstm_grad`) is two launches in the whole-sequence plans: one kernel
+rebuilds the states entering each step (h_prev for dU, c_prev), then runs steps T-1 .. 0
+(`dh = skip + dz[t + 1] @ U^T`, then the gate cotangents dz[t]) and writes dh0 and dc0; a
+second launch computes `dU = h_prev^T @ dz` over all B * T rows, a reduction across the
+batch (so across programs), run over (U, 4U) output tiles on the whole GPU. The step plan
+runs the carry kernel, a launch per step, one for dh0, and dU.
+
+The backward reads the saved gates instead of recomputing them: recomputing needs
+`h_prev @ U` again, 8 * B * U^2 FLOPs a step (the forward's whole cost) plus, when streamed,
+the 4 * U^2 * s bytes of U again; reading costs 4 * B * U * s bytes a step (for B = 64,
+U = 256 in float32: 256 KiB a step against 33.5 MFLOP and 1 MiB of U). The `lstm`
+primitive returns the gates anyway.
 
 Budget per step (B batch, U units, s bytes per element): forward 8 * B * U^2 FLOPs for the
-recurrent matmul plus ~30 * B * U elementwise; it reads U * 4U * s of recurrent kernel
-(L2-resident after the first step) and 6 * B * U * s of activations, and writes
-6 * B * U * s (gates, cell, output) plus 2 * B * U * s of state. The backward step is again
-8 * B * U^2 FLOPs and reads ~10 * B * U * s. `dU` is 8 * T * B * U^2 FLOPs in one launch.
-At small B the per-step cost is bound by reading U (4 * U^2 * s bytes, from L2) and by
-launch latency; both are the price of a grid-wide barrier per step.
+recurrent matmul plus ~30 * B * U elementwise; it reads 4 * B * U * s of input projection
+and writes 6 * B * U * s (gates, cell, output), plus 4 * B * U * s of state traffic
+through L1/L2 when streamed. The backward step is again 8 * B * U^2 FLOPs, reads
+~11 * B * U * s (gates, cell, c_prev, g_all, dz[t + 1]) and writes 4 * B * U * s of dz;
+the carry pass reads 2 * B * U * s and writes 2 * B * U * s a step. dU is 8 * T * B * U^2
+FLOPs in one launch.
 """
 
 from __future__ import annotations
@@ -38,7 +71,7 @@ from keratron.triton_kernels._common import (
     launchable,
 )
 
-__all__ = ["forward_route", "backward_route", "aot_specs"]
+__all__ = ["forward_route", "backward_route", "plan", "aot_specs"]
 
 _MAX_ELEMENTS = 2**31 - 1  # offsets are computed in int32
 
@@ -395,6 +428,399 @@ def _lstm_bwd_step_kernel(
     )  # fmt: skip
 
 
+# ------------------------------------------------------------------- whole-sequence kernels
+# One program owns BLOCK_B batch rows and every unit of them, so the recurrence needs no
+# synchronisation between programs: the time loop runs inside the kernel. Within a program
+# the threads that write the states of step t are not the ones that read them as the dot
+# operand of step t + 1; `tl.debug_barrier` (bar.sync, which orders the block's global and
+# shared memory accesses) separates the steps, and double-buffered states keep a step's
+# writes off the buffer its other unit tiles still read.
+@triton.jit
+def _lstm_fwd_seq_kernel(
+    x_ptr,
+    k_ptr,
+    m_ptr,
+    h0_ptr,
+    c0_ptr,
+    h_buf_ptr,
+    c_buf_ptr,
+    gates_ptr,
+    cells_ptr,
+    out_ptr,
+    B,
+    U,
+    T,
+    stride_xb,
+    stride_xt,
+    stride_xf,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """The whole forward sequence for BLOCK_B batch rows, the recurrent kernel streamed from
+    L2 in (BLOCK_K, BLOCK_N) tiles at every step. States live in h_buf / c_buf (2, B, U),
+    which the kernel fills from h0 / c0 first (so re-running it, as autotuning does, gives the
+    same result); the final states are in buffer T % 2."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    b_ok = rb < B
+    for n0 in range(0, U, BLOCK_N):
+        rn = n0 + tl.arange(0, BLOCK_N)
+        ok = b_ok[:, None] & (rn < U)[None, :]
+        state = rb[:, None] * U + rn[None, :]
+        tl.store(h_buf_ptr + state, tl.load(h0_ptr + state, mask=ok), mask=ok)
+        tl.store(c_buf_ptr + state, tl.load(c0_ptr + state, mask=ok), mask=ok)
+    tl.debug_barrier()
+    for t in range(0, T):
+        if REVERSE:
+            t_src = T - 1 - t
+        else:
+            t_src = t
+        cur = (t % 2) * B * U
+        nxt = ((t + 1) % 2) * B * U
+        for n0 in range(0, U, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            _fwd_tile(
+                x_ptr, k_ptr, m_ptr, h_buf_ptr + cur, c_buf_ptr + cur, h_buf_ptr + nxt,
+                c_buf_ptr + nxt, gates_ptr, cells_ptr, out_ptr, rb, rn, B, U, T, t, t_src,
+                stride_xb, stride_xt, stride_xf, stride_kr, stride_kc, stride_mb, stride_mt,
+                HAS_MASK, ZERO_OUTPUT, ACT, RACT, PRECISION, BLOCK_B, BLOCK_N, BLOCK_K,
+            )  # fmt: skip
+        tl.debug_barrier()
+
+
+@triton.jit
+def _lstm_bwd_seq_kernel(
+    k_ptr,
+    m_ptr,
+    gy_ptr,
+    gh_ptr,
+    gc_ptr,
+    h0_ptr,
+    c0_ptr,
+    out_ptr,
+    gates_ptr,
+    cells_ptr,
+    h_prev_ptr,
+    c_prev_ptr,
+    dx_ptr,
+    state_ptr,
+    dh0_ptr,
+    dc0_ptr,
+    B,
+    U,
+    T,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    stride_gb,
+    stride_gt,
+    stride_gf,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Backpropagation through the whole sequence for BLOCK_B batch rows: the states entering
+    each step (h_prev for dU, c_prev), then steps T-1 .. 0, then dh0 and dc0. `state_ptr`
+    holds the double-buffered (skip, dc, dprev) states, (3, 2, B, U), filled here from g_h,
+    g_c and zeros."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    b_ok = rb < B
+    bu = B * U
+    for n0 in range(0, U, BLOCK_N):
+        rn = n0 + tl.arange(0, BLOCK_N)
+        _carry_tile(h0_ptr, c0_ptr, m_ptr, out_ptr, cells_ptr, h_prev_ptr, c_prev_ptr, rb, rn, B,
+                    U, T, stride_mb, stride_mt, HAS_MASK, REVERSE)  # fmt: skip
+        ok = b_ok[:, None] & (rn < U)[None, :]
+        state = rb[:, None] * U + rn[None, :]
+        tl.store(state_ptr + state, tl.load(gh_ptr + state, mask=ok), mask=ok)
+        tl.store(state_ptr + 2 * bu + state, tl.load(gc_ptr + state, mask=ok), mask=ok)
+        zero = tl.zeros((BLOCK_B, BLOCK_N), dtype=state_ptr.dtype.element_ty)
+        tl.store(state_ptr + 4 * bu + state, zero, mask=ok)
+    tl.debug_barrier()
+    for s in range(0, T):
+        t = T - 1 - s
+        if REVERSE:
+            t_src = s
+            t_next_src = s - 1
+        else:
+            t_src = t
+            t_next_src = t + 1
+        k_end = tl.where(s > 0, 4 * U, 0)  # the last step has no dz[t + 1]
+        t_next_src = tl.where(s > 0, t_next_src, 0)
+        cur = (s % 2) * bu
+        nxt = ((s + 1) % 2) * bu
+        for n0 in range(0, U, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            _bwd_tile(
+                k_ptr, m_ptr, gy_ptr, gates_ptr, cells_ptr, c_prev_ptr, dx_ptr, state_ptr + cur,
+                state_ptr + 2 * bu + cur, state_ptr + 4 * bu + cur, state_ptr + nxt,
+                state_ptr + 2 * bu + nxt, state_ptr + 4 * bu + nxt, dh0_ptr, rb, rn, B, U, T, t,
+                t_src, t_next_src, k_end, stride_kr, stride_kc, stride_mb, stride_mt,
+                stride_gb, stride_gt, stride_gf, HAS_MASK, ZERO_OUTPUT, ACT, RACT, False,
+                PRECISION, BLOCK_B, BLOCK_N, BLOCK_K,
+            )  # fmt: skip
+        tl.debug_barrier()
+    fin = (T % 2) * bu
+    if REVERSE:
+        t0_src = T - 1
+    else:
+        t0_src = 0
+    for n0 in range(0, U, BLOCK_N):
+        rn = n0 + tl.arange(0, BLOCK_N)
+        _bwd_tile(
+            k_ptr, m_ptr, gy_ptr, gates_ptr, cells_ptr, c_prev_ptr, dx_ptr, state_ptr + fin,
+            state_ptr + 2 * bu + fin, state_ptr + 4 * bu + fin, state_ptr + fin,
+            state_ptr + 2 * bu + fin, state_ptr + 4 * bu + fin, dh0_ptr, rb, rn, B, U, T, 0,
+            t0_src, t0_src, 4 * U, stride_kr, stride_kc, stride_mb, stride_mt, stride_gb,
+            stride_gt, stride_gf, HAS_MASK, ZERO_OUTPUT, ACT, RACT, True, PRECISION, BLOCK_B,
+            BLOCK_N, BLOCK_K,
+        )  # fmt: skip
+        ok = b_ok[:, None] & (rn < U)[None, :]
+        state = rb[:, None] * U + rn[None, :]
+        tl.store(dc0_ptr + state, tl.load(state_ptr + 2 * bu + fin + state, mask=ok), mask=ok)
+
+
+@triton.jit
+def _lstm_fwd_resident_kernel(
+    x_ptr,
+    k_ptr,
+    m_ptr,
+    h0_ptr,
+    c0_ptr,
+    h_last_ptr,
+    c_last_ptr,
+    gates_ptr,
+    cells_ptr,
+    out_ptr,
+    B,
+    U,
+    T,
+    stride_xb,
+    stride_xt,
+    stride_xf,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UNITS: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+):
+    """The whole forward sequence for BLOCK_B batch rows with U <= UNITS (a power of two):
+    the four (UNITS, UNITS) gate blocks of the recurrent kernel are loaded once and stay on
+    chip, and h, c and the previous output are loop-carried tiles; nothing but the step's
+    input projection is read inside the time loop."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rn = tl.arange(0, UNITS)
+    b_ok = rb < B
+    n_ok = rn < U
+    tile_ok = b_ok[:, None] & n_ok[None, :]
+    state = rb[:, None] * U + rn[None, :]
+    w_ptrs = k_ptr + rn[:, None] * stride_kr + rn[None, :] * stride_kc
+    w_ok = n_ok[:, None] & n_ok[None, :]
+    gate_cols = U * stride_kc
+    # Padded rows of the blocks are zero, so whatever the padded units of h hold is ignored.
+    w_i = tl.load(w_ptrs, mask=w_ok, other=0.0)
+    w_f = tl.load(w_ptrs + gate_cols, mask=w_ok, other=0.0)
+    w_g = tl.load(w_ptrs + 2 * gate_cols, mask=w_ok, other=0.0)
+    w_o = tl.load(w_ptrs + 3 * gate_cols, mask=w_ok, other=0.0)
+    dtype = gates_ptr.dtype.element_ty
+    h = tl.load(h0_ptr + state, mask=tile_ok, other=0.0).to(dtype)
+    c = tl.load(c0_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+    prev = tl.zeros((BLOCK_B, UNITS), dtype=tl.float32)
+    x_gate = U * stride_xf
+    for t in range(0, T):
+        if REVERSE:
+            t_src = T - 1 - t
+        else:
+            t_src = t
+        x_ptrs = x_ptr + rb[:, None] * stride_xb + t_src * stride_xt + rn[None, :] * stride_xf
+        x_i = tl.load(x_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+        x_f = tl.load(x_ptrs + x_gate, mask=tile_ok, other=0.0).to(tl.float32)
+        x_g = tl.load(x_ptrs + 2 * x_gate, mask=tile_ok, other=0.0).to(tl.float32)
+        x_o = tl.load(x_ptrs + 3 * x_gate, mask=tile_ok, other=0.0).to(tl.float32)
+        gi = activate(tl.dot(h, w_i, x_i, input_precision=PRECISION), RACT)
+        gf = activate(tl.dot(h, w_f, x_f, input_precision=PRECISION), RACT)
+        gg = activate(tl.dot(h, w_g, x_g, input_precision=PRECISION), ACT)
+        go = activate(tl.dot(h, w_o, x_o, input_precision=PRECISION), RACT)
+        # Rounded to the storage dtype before use, as the fallback keeps its cells in it.
+        c_new = (gf * c + gi * gg).to(dtype).to(tl.float32)
+        h_new = go * activate(c_new, ACT)
+
+        g_ptrs = gates_ptr + t * B * 4 * U + rb[:, None] * 4 * U + rn[None, :]
+        tl.store(g_ptrs, gi.to(dtype), mask=tile_ok)
+        tl.store(g_ptrs + U, gf.to(dtype), mask=tile_ok)
+        tl.store(g_ptrs + 2 * U, gg.to(dtype), mask=tile_ok)
+        tl.store(g_ptrs + 3 * U, go.to(dtype), mask=tile_ok)
+        tl.store(cells_ptr + t * B * U + state, c_new.to(dtype), mask=tile_ok)
+        if HAS_MASK:
+            live = tl.load(m_ptr + rb * stride_mb + t_src * stride_mt, mask=b_ok, other=0) != 0
+            live = live[:, None]
+            h = tl.where(live, h_new.to(dtype), h)
+            c = tl.where(live, c_new, c)
+            if ZERO_OUTPUT:
+                out = tl.where(live, h_new, 0.0)
+            else:
+                # A masked step repeats the previous step's output (zeros before the first).
+                out = tl.where(live, h_new, prev)
+        else:
+            h = h_new.to(dtype)
+            c = c_new
+            out = h_new
+        out = out.to(dtype).to(tl.float32)
+        prev = out
+        tl.store(out_ptr + rb[:, None] * T * U + t * U + rn[None, :], out.to(dtype), mask=tile_ok)
+    tl.store(h_last_ptr + state, h, mask=tile_ok)
+    tl.store(c_last_ptr + state, c.to(dtype), mask=tile_ok)
+
+
+@triton.jit
+def _lstm_bwd_resident_kernel(
+    k_ptr,
+    m_ptr,
+    gy_ptr,
+    gh_ptr,
+    gc_ptr,
+    h0_ptr,
+    c0_ptr,
+    out_ptr,
+    gates_ptr,
+    cells_ptr,
+    h_prev_ptr,
+    c_prev_ptr,
+    dx_ptr,
+    dh0_ptr,
+    dc0_ptr,
+    B,
+    U,
+    T,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    stride_gb,
+    stride_gt,
+    stride_gf,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UNITS: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+):
+    """Backpropagation through the whole sequence for BLOCK_B batch rows with U <= UNITS: the
+    transposed gate blocks of the recurrent kernel stay on chip, and dz[t + 1] and the
+    (skip, dc, dprev) cotangents are loop-carried tiles. The states entering each step come
+    first (`_carry_tile`: h_prev for dU, c_prev read back below)."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rn = tl.arange(0, UNITS)
+    b_ok = rb < B
+    n_ok = rn < U
+    tile_ok = b_ok[:, None] & n_ok[None, :]
+    state = rb[:, None] * U + rn[None, :]
+    _carry_tile(h0_ptr, c0_ptr, m_ptr, out_ptr, cells_ptr, h_prev_ptr, c_prev_ptr, rb, rn, B, U,
+                T, stride_mb, stride_mt, HAS_MASK, REVERSE)  # fmt: skip
+    # c_prev is read back below in a layout other than the one it was written in.
+    tl.debug_barrier()
+    # wt[j, n] = kernel[n, gate * U + j]: dh = dz @ kernel^T, one (UNITS, UNITS) block a gate.
+    wt_ptrs = k_ptr + rn[None, :] * stride_kr + rn[:, None] * stride_kc
+    w_ok = n_ok[:, None] & n_ok[None, :]
+    gate_cols = U * stride_kc
+    wt_i = tl.load(wt_ptrs, mask=w_ok, other=0.0)
+    wt_f = tl.load(wt_ptrs + gate_cols, mask=w_ok, other=0.0)
+    wt_g = tl.load(wt_ptrs + 2 * gate_cols, mask=w_ok, other=0.0)
+    wt_o = tl.load(wt_ptrs + 3 * gate_cols, mask=w_ok, other=0.0)
+    dtype = dx_ptr.dtype.element_ty
+    skip = tl.load(gh_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+    dc = tl.load(gc_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+    dprev = tl.zeros((BLOCK_B, UNITS), dtype=tl.float32)
+    # dz[t + 1] as stored (rounded to dtype): zero after the last step.
+    dz_i = tl.zeros((BLOCK_B, UNITS), dtype=dtype)
+    dz_f = tl.zeros((BLOCK_B, UNITS), dtype=dtype)
+    dz_g = tl.zeros((BLOCK_B, UNITS), dtype=dtype)
+    dz_o = tl.zeros((BLOCK_B, UNITS), dtype=dtype)
+    for s in range(0, T):
+        t = T - 1 - s
+        if REVERSE:
+            t_src = s
+        else:
+            t_src = t
+        dh = tl.dot(dz_i, wt_i, skip, input_precision=PRECISION)
+        dh = tl.dot(dz_f, wt_f, dh, input_precision=PRECISION)
+        dh = tl.dot(dz_g, wt_g, dh, input_precision=PRECISION)
+        dh = tl.dot(dz_o, wt_o, dh, input_precision=PRECISION)
+        gy_ptrs = gy_ptr + rb[:, None] * stride_gb + t * stride_gt + rn[None, :] * stride_gf
+        dout = tl.load(gy_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+        if HAS_MASK:
+            live = tl.load(m_ptr + rb * stride_mb + t_src * stride_mt, mask=b_ok, other=0) != 0
+            live = live[:, None]
+            if not ZERO_OUTPUT:
+                dout = dout + dprev
+                dprev = tl.where(live, 0.0, dout).to(dtype).to(tl.float32)
+            dh_new = tl.where(live, dout + dh, 0.0)
+            skip = tl.where(live, 0.0, dh)
+            dc_in = tl.where(live, dc, 0.0)
+        else:
+            dh_new = dout + dh
+            skip = tl.zeros((BLOCK_B, UNITS), dtype=tl.float32)
+            dc_in = dc
+        g_ptrs = gates_ptr + t * B * 4 * U + rb[:, None] * 4 * U + rn[None, :]
+        gi = tl.load(g_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+        gf = tl.load(g_ptrs + U, mask=tile_ok, other=0.0).to(tl.float32)
+        gg = tl.load(g_ptrs + 2 * U, mask=tile_ok, other=0.0).to(tl.float32)
+        go = tl.load(g_ptrs + 3 * U, mask=tile_ok, other=0.0).to(tl.float32)
+        c = tl.load(cells_ptr + t * B * U + state, mask=tile_ok, other=0.0).to(tl.float32)
+        c_prev = tl.load(c_prev_ptr + t * B * U + state, mask=tile_ok, other=0.0).to(tl.float32)
+        act_c = activate(c, ACT)
+        dc_new = dc_in + dh_new * go * _activation_grad(act_c, ACT)
+        dz_i = (dc_new * _activation_grad(gi, RACT) * gg).to(dtype)
+        dz_f = (dc_new * _activation_grad(gf, RACT) * c_prev).to(dtype)
+        dz_g = (dc_new * _activation_grad(gg, ACT) * gi).to(dtype)
+        dz_o = (dh_new * _activation_grad(go, RACT) * act_c).to(dtype)
+        if HAS_MASK:
+            dc = tl.where(live, dc_new * gf, dc)
+        else:
+            dc = dc_new * gf
+        # The states round to dtype between steps, as the step kernels' buffers do.
+        skip = skip.to(dtype).to(tl.float32)
+        dc = dc.to(dtype).to(tl.float32)
+        dx_ptrs = dx_ptr + rb[:, None] * T * 4 * U + t_src * 4 * U + rn[None, :]
+        tl.store(dx_ptrs, dz_i, mask=tile_ok)
+        tl.store(dx_ptrs + U, dz_f, mask=tile_ok)
+        tl.store(dx_ptrs + 2 * U, dz_g, mask=tile_ok)
+        tl.store(dx_ptrs + 3 * U, dz_o, mask=tile_ok)
+    dh = tl.dot(dz_i, wt_i, skip, input_precision=PRECISION)
+    dh = tl.dot(dz_f, wt_f, dh, input_precision=PRECISION)
+    dh = tl.dot(dz_g, wt_g, dh, input_precision=PRECISION)
+    dh = tl.dot(dz_o, wt_o, dh, input_precision=PRECISION)
+    tl.store(dh0_ptr + state, dh.to(dtype), mask=tile_ok)
+    tl.store(dc0_ptr + state, dc.to(dtype), mask=tile_ok)
+
+
 @triton.jit
 def _lstm_dkernel_kernel(
     h_prev_ptr,
@@ -463,6 +889,65 @@ FWD_STEP = Kernel(_lstm_fwd_step_kernel, CONFIGS, ["B", "U"], "lstm", {"m_ptr": 
 BWD_STEP = Kernel(_lstm_bwd_step_kernel, CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"}, _STEPS)
 CARRY = Kernel(_lstm_carry_kernel, CARRY_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
 DKERNEL = Kernel(_lstm_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "lstm_grad")
+
+# Whole-sequence kernels: a program is BLOCK_B batch rows for the whole sequence, so the grid
+# is cdiv(B, BLOCK_B) and a small BLOCK_B means more programs (SMs) at work. The streamed
+# kernels tile units (BLOCK_N) and the contraction (BLOCK_K) inside each step.
+SEQ_CONFIGS = [
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=8, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=8, num_stages=1),
+]
+# Not pipelined (num_stages=1): inside the time loop, two-stage K loops spill on sm_90 at
+# every one of these tiles (the forward by 32-64 B a thread, 16 B even at 16x64x32).
+# One config: at 4 warps the backward spills from a 32-wide float32 tile on (sm_80), at 8 it
+# does not (see RESIDENT_UNITS).
+RESIDENT_CONFIGS = [triton.Config({"BLOCK_B": 16}, num_warps=8, num_stages=1)]
+FWD_SEQ = Kernel(_lstm_fwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"})
+BWD_SEQ = Kernel(_lstm_bwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
+FWD_RESIDENT = Kernel(
+    _lstm_fwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"}
+)
+BWD_RESIDENT = Kernel(
+    _lstm_bwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"}
+)
+
+# The largest unit count whose recurrent kernel stays on chip, per dtype: the widest padded
+# width (UNITS, a power of two) whose resident kernels, forward and backward, compile for
+# sm_90 and sm_80 within 255 registers, without spills and within shared memory (`make
+# kernels-report`; the module docstring has the figures). RESIDENT_MIN_WIDTH is the
+# narrowest: tl.dot's 16, and 32 for half types, whose 16-wide backward spills on sm_90.
+RESIDENT_UNITS = {torch.float32: 32, torch.float16: 64, torch.bfloat16: 64}
+RESIDENT_MIN_WIDTH = {torch.float32: 16, torch.float16: 32, torch.bfloat16: 32}
+# Above this many units the whole-sequence kernels' per-step stream of the recurrent kernel
+# (4 * U^2 elements through one SM) outweighs the launch per step it saves, and the step
+# kernels, which spread a step over (batch, unit) tiles, run instead.
+PERSISTENT_MAX_UNITS = 1024
+
+
+def plan(units: int, dtype: torch.dtype) -> str:
+    """Which kernels run an LSTM of `units` in `dtype`: "resident" (one launch per sequence,
+    recurrent kernel on chip), "streamed" (one launch per sequence, recurrent kernel read from
+    L2 every step) or "steps" (a launch per time step).
+
+    Example:
+        >>> plan(32, torch.float32)
+        'resident'
+    """
+    if units <= RESIDENT_UNITS.get(dtype, 0):
+        return "resident"
+    return "streamed" if units <= PERSISTENT_MAX_UNITS else "steps"
+
+
+def _resident_width(units: int, dtype: torch.dtype) -> int:
+    """The padded unit width of the resident kernels: a power of two, at least
+    RESIDENT_MIN_WIDTH."""
+    return max(RESIDENT_MIN_WIDTH[dtype], triton.next_power_of_2(units))
+
+
+def _batch_grid(batch):
+    return lambda meta: (triton.cdiv(batch, meta["BLOCK_B"]),)
 
 
 # -------------------------------------------------------------------------------- launchers
@@ -534,13 +1019,8 @@ def forward_route(
     all_h = new((batch, steps, units))
     gates = new((steps, batch, width))
     cells = new((steps, batch, units))
-    # Double-buffered states: step t reads buffer t % 2 and writes the other one.
-    h_buf = new((2, batch, units))
-    c_buf = new((2, batch, units))
-    h_buf[0].copy_(h0)
-    c_buf[0].copy_(c0)
     if steps == 0 or batch == 0 or units == 0:
-        return all_h, h_buf[0], c_buf[0], gates, cells
+        return all_h, new((batch, units)).copy_(h0), new((batch, units)).copy_(c0), gates, cells
     m, smb, smt = _mask_arg(mask, x_proj)
     args = dict(
         x_ptr=x_proj, k_ptr=kernel, m_ptr=m, gates_ptr=gates, cells_ptr=cells, out_ptr=all_h,
@@ -552,6 +1032,26 @@ def forward_route(
         RACT=activation_code("lstm", recurrent_activation),
         PRECISION=dot_precision(x_proj.dtype),
     )  # fmt: skip
+    mode = plan(units, x_proj.dtype)
+    if mode == "resident":
+        h_last, c_last = new((batch, units)), new((batch, units))
+        FWD_RESIDENT.launch(
+            _batch_grid(batch), h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(),
+            h_last_ptr=h_last, c_last_ptr=c_last, REVERSE=bool(reverse),
+            UNITS=_resident_width(units, x_proj.dtype), **args,
+        )  # fmt: skip
+        return all_h, h_last, c_last, gates, cells
+    # Double-buffered states: step t reads buffer t % 2 and writes the other one.
+    h_buf = new((2, batch, units))
+    c_buf = new((2, batch, units))
+    if mode == "streamed":
+        FWD_SEQ.launch(
+            _batch_grid(batch), h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), h_buf_ptr=h_buf,
+            c_buf_ptr=c_buf, REVERSE=bool(reverse), **args,
+        )  # fmt: skip
+        return all_h, h_buf[steps % 2], c_buf[steps % 2], gates, cells
+    h_buf[0].copy_(h0)
+    c_buf[0].copy_(c0)
     grid = _step_grid(batch, units)
     for t in range(steps):
         t_src = steps - 1 - t if reverse else t
@@ -599,18 +1099,41 @@ def backward_route(
     all_h, gates, cells = all_h.contiguous(), gates.contiguous(), cells.contiguous()
     new = gates.new_empty
     dx = new((batch, steps, width))
-    # Double-buffered (skip, dc, dprev) states; see the backward step kernel.
-    skip, dc, dprev = new((2, batch, units)), new((2, batch, units)), new((2, batch, units))
-    skip[0].copy_(g_h)
-    dc[0].copy_(g_c)
-    dprev[0].zero_()
     if steps == 0 or batch == 0 or units == 0:
-        return dx, skip[0], dc[0], kernel.new_zeros(kernel.shape)
+        dh0, dc0 = new((batch, units)).copy_(g_h), new((batch, units)).copy_(g_c)
+        return dx, dh0, dc0, kernel.new_zeros(kernel.shape)
     m, smb, smt = _mask_arg(mask, gates)
     precision = dot_precision(gates.dtype)
 
     h_prev = new((batch, steps, units))
     c_prev = new((steps, batch, units))
+    mode = plan(units, gates.dtype)
+    if mode != "steps":
+        dh0, dc0 = new((batch, units)), new((batch, units))
+        args = dict(
+            k_ptr=kernel, m_ptr=m, gy_ptr=g_all, gh_ptr=g_h.contiguous(), gc_ptr=g_c.contiguous(),
+            h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), out_ptr=all_h, gates_ptr=gates,
+            cells_ptr=cells, h_prev_ptr=h_prev, c_prev_ptr=c_prev, dx_ptr=dx, dh0_ptr=dh0,
+            dc0_ptr=dc0, B=batch, U=units, T=steps,
+            stride_kr=kernel.stride(0), stride_kc=kernel.stride(1), stride_mb=smb, stride_mt=smt,
+            stride_gb=g_all.stride(0), stride_gt=g_all.stride(1), stride_gf=g_all.stride(2),
+            HAS_MASK=mask is not None, ZERO_OUTPUT=bool(zero_output_for_mask),
+            REVERSE=bool(reverse), ACT=activation_code("lstm_grad", activation),
+            RACT=activation_code("lstm_grad", recurrent_activation), PRECISION=precision,
+        )  # fmt: skip
+        if mode == "resident":
+            BWD_RESIDENT.launch(
+                _batch_grid(batch), UNITS=_resident_width(units, gates.dtype), **args
+            )
+        else:
+            BWD_SEQ.launch(_batch_grid(batch), state_ptr=new((3, 2, batch, units)), **args)
+        return dx, dh0, dc0, _dkernel(h_prev, dx, units, width, precision)
+
+    # Double-buffered (skip, dc, dprev) states; see the backward step kernel.
+    skip, dc, dprev = new((2, batch, units)), new((2, batch, units)), new((2, batch, units))
+    skip[0].copy_(g_h)
+    dc[0].copy_(g_c)
+    dprev[0].zero_()
     grid = _step_grid(batch, units)
     CARRY.launch(
         grid, h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), m_ptr=m, out_ptr=all_h,
@@ -643,16 +1166,21 @@ def backward_route(
         )  # fmt: skip
     dc0 = dc[steps % 2]  # written by step 0
 
-    dkernel = kernel.new_empty((units, width))
+    return dx, dh0, dc0, _dkernel(h_prev, dx, units, width, precision)
+
+
+def _dkernel(h_prev, dx, units, width, precision):
+    """dU = h_prev^T @ dz over all B * T rows: one launch over (U, 4U) output tiles."""
+    dkernel = dx.new_empty((units, width))
 
     def grid(meta):
         return (triton.cdiv(units, meta["BLOCK_M"]), triton.cdiv(width, meta["BLOCK_N"]))
 
     DKERNEL.launch(
-        grid, h_prev_ptr=h_prev, dz_ptr=dx, dk_ptr=dkernel, U=units, N=width, R=batch * steps,
-        PRECISION=precision,
+        grid, h_prev_ptr=h_prev, dz_ptr=dx, dk_ptr=dkernel, U=units, N=width,
+        R=h_prev.shape[0] * h_prev.shape[1], PRECISION=precision,
     )  # fmt: skip
-    return dx, dh0, dc0, dkernel
+    return dkernel
 
 
 # ------------------------------------------------------------------------ ahead of time
@@ -685,4 +1213,22 @@ def aot_specs():
     for i, cfg in enumerate(DKERNEL_CONFIGS):
         consts = dict(PRECISION="tf32")
         specs.append(DKERNEL.aot_spec(f"lstm_dkernel_fp32_{i}", torch.float32, consts, cfg))
+    seq = dict(step, REVERSE=True)
+    for i, cfg in enumerate(SEQ_CONFIGS):
+        consts = dict(seq, PRECISION="tf32")
+        specs.append(FWD_SEQ.aot_spec(f"lstm_fwd_seq_fp32_{i}", torch.float32, consts, cfg))
+        specs.append(BWD_SEQ.aot_spec(f"lstm_bwd_seq_fp32_{i}", torch.float32, consts, cfg))
+    for dtype in (torch.float16, torch.bfloat16):
+        dt, consts = TRITON_TYPES[dtype], dict(seq, PRECISION="ieee")
+        specs.append(FWD_SEQ.aot_spec(f"lstm_fwd_seq_{dt}_0", dtype, consts, SEQ_CONFIGS[0]))
+        specs.append(BWD_SEQ.aot_spec(f"lstm_bwd_seq_{dt}_0", dtype, consts, SEQ_CONFIGS[0]))
+    # The resident kernels at the narrowest and the widest width each dtype runs them at.
+    for dtype, widest in RESIDENT_UNITS.items():
+        dt = TRITON_TYPES[dtype]
+        precision = "tf32" if dtype == torch.float32 else "ieee"
+        for width in sorted({RESIDENT_MIN_WIDTH[dtype], _resident_width(widest, dtype)}):
+            consts = dict(seq, PRECISION=precision, UNITS=width)
+            for kernel, kind in ((FWD_RESIDENT, "fwd"), (BWD_RESIDENT, "bwd")):
+                label = f"lstm_{kind}_resident_{dt}_u{width}"
+                specs.append(kernel.aot_spec(label, dtype, consts, RESIDENT_CONFIGS[0]))
     return specs

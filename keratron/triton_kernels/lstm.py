@@ -1,7 +1,9 @@
-"""The Triton routes of the "lstm" and "lstm_grad" primitives: one fused gate-and-cell launch per
-time step, and backpropagation through time run last step first. The kernels, configs and launch
-specs live in `_lstm`, loaded on the first call; the module's other names (`CONFIGS`,
-`aot_specs`, ...) are read from there."""
+"""The Triton routes of the "lstm" and "lstm_grad" primitives: one launch per sequence with the
+time loop inside the kernel (up to 1024 units; the recurrent kernel on chip up to 32 float32
+or 64 half units), else one fused gate-and-cell launch per time step; backpropagation through
+time runs last step first. The kernels, configs and launch specs live in `_lstm`, loaded on
+the first call; the module's other names (`plan`, `CONFIGS`, `aot_specs`, ...) are read from
+there."""
 
 from __future__ import annotations
 

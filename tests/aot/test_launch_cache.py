@@ -107,7 +107,8 @@ def test_pinning_binds_its_own_launch(calls, monkeypatch):
         assert calls == {"autotune": 1, "jit": 2}
 
 
-def test_time_steps_share_a_binding_per_specialisation_class(calls):
+def test_time_steps_share_a_binding_per_specialisation_class(calls, monkeypatch):
+    monkeypatch.setattr(_lstm, "plan", lambda units, dtype: "steps")  # a launch per step
     steps, batch, units = 40, 3, 8
     args = (torch.randn(batch, steps, 4 * units), torch.randn(batch, units))
     args += (torch.randn(batch, units), torch.randn(units, 4 * units), None, False)

@@ -1,5 +1,7 @@
 """LSTM Triton kernels (interpreter) against the CPU fallback: forward outputs, residuals and
-gradients w.r.t. x_proj, h0, c0 and the recurrent kernel, on irregular shapes."""
+gradients w.r.t. x_proj, h0, c0 and the recurrent kernel, on irregular shapes, through each
+of the three plans (whole sequence with the recurrent kernel resident or streamed, and a
+launch per step)."""
 
 import contextlib
 
@@ -9,9 +11,30 @@ import torch
 
 import keratron as kt
 from keratron.ops import rnn
+from keratron.triton_kernels import load
 from keratron.triton_kernels import lstm as lstm_kernels
 
 R = np.random.default_rng(7)
+
+# Launches per call of each plan: forward, backward (the sequence kernel and dU, or the carry,
+# T steps, dh0 and dU).
+LAUNCHES = {
+    "resident": lambda steps: (1, 2),
+    "streamed": lambda steps: (1, 2),
+    "steps": lambda steps: (steps, steps + 3),
+}
+
+
+@pytest.fixture
+def force_plan(monkeypatch):
+    """force_plan(name) makes the routes run `name` whatever the size; returns the plan the
+    routes would pick on their own otherwise."""
+    module = load("_lstm")
+
+    def force(name):
+        monkeypatch.setattr(module, "plan", lambda units, dtype: name)
+
+    return force
 
 
 @contextlib.contextmanager
@@ -74,33 +97,51 @@ def run_lstm(arrays, weights, mask, **params):
 
 
 CASES = [
-    # batch, steps, units, masked, reverse, zero_output_for_mask
-    (3, 1, 5, False, False, False),
-    (3, 1, 16, True, False, False),
-    (3, 37, 5, True, False, False),
-    (3, 37, 16, False, True, False),
-    (3, 37, 16, True, True, True),
-    (1, 9, 5, True, True, False),
-    (18, 4, 33, True, False, False),  # several batch and unit tiles, several K tiles
+    # batch, steps, units, masked, reverse, zero_output_for_mask, plan (None: the route's own)
+    (3, 1, 5, False, False, False, None),
+    (3, 1, 1, True, False, False, None),
+    (3, 37, 5, True, False, False, None),
+    (5, 20, 16, False, True, False, None),
+    (3, 37, 16, True, True, True, None),
+    (1, 9, 5, True, True, False, None),
+    (7, 3, 129, True, True, False, None),  # streamed: 5 unit and K tiles of 32
+    (18, 4, 33, True, False, False, None),  # streamed: two programs, a ragged last tile
+    (3, 37, 5, True, False, False, "streamed"),
+    (5, 1, 1, True, True, False, "streamed"),
+    (3, 11, 16, True, True, True, "streamed"),
+    (3, 1, 5, False, False, False, "steps"),
+    (3, 13, 5, True, True, False, "steps"),
+    (18, 4, 33, True, False, False, "steps"),  # several batch and unit tiles, several K tiles
 ]
 
 
-@pytest.mark.parametrize("batch,steps,units,masked,reverse,zero_output", CASES)
+@pytest.mark.parametrize("batch,steps,units,masked,reverse,zero_output,forced", CASES)
 def test_forward_and_gradients_match_fallback(
-    triton_backend, batch, steps, units, masked, reverse, zero_output
+    triton_backend, force_plan, batch, steps, units, masked, reverse, zero_output, forced
 ):
+    plan = forced or lstm_kernels.plan(units, torch.float32)
+    if forced:
+        force_plan(forced)
     arrays, weights, mask = make_case(batch, steps, units, masked)
     params = dict(reverse=reverse, zero_output_for_mask=zero_output)
     outs, grads = run_lstm(arrays, weights, mask, **params)
     counts = triton_backend.launch_counts()
-    assert counts["lstm"] == steps  # one fused launch per time step
-    assert counts["lstm_grad"] == steps + 3  # carry, the steps, dh0, dkernel
+    assert (counts["lstm"], counts["lstm_grad"]) == LAUNCHES[plan](steps)
     with backend("fallback"):
         ref_outs, ref_grads = run_lstm(arrays, weights, mask, **params)
     for name, a, b in zip(("all_h", "last_h", "last_c"), outs, ref_outs):
         assert_close(a, b, what=name)
     for name in arrays:
         assert_close(grads[name], ref_grads[name], what=f"d{name}")
+
+
+def test_plan_follows_the_resident_limits():
+    plan = lstm_kernels.plan
+    assert [plan(u, torch.float32) for u in (1, 32, 33, 256, 1024, 1025)] == [
+        "resident", "resident", "streamed", "streamed", "streamed", "steps",
+    ]  # fmt: skip
+    for dtype in (torch.float16, torch.bfloat16):
+        assert [plan(u, dtype) for u in (5, 64, 65)] == ["resident", "resident", "streamed"]
 
 
 @pytest.mark.parametrize(
@@ -121,8 +162,11 @@ def test_other_activations_match_fallback(triton_backend, activation, recurrent_
         assert_close(grads[name], ref_grads[name], what=f"d{name}")
 
 
-def test_routes_return_the_fallback_residuals(triton_backend):
+@pytest.mark.parametrize("plan", ["resident", "streamed", "steps"])
+def test_routes_return_the_fallback_residuals(triton_backend, force_plan, plan):
     """The saved gates and cells are part of the contract: lstm_grad reads them."""
+    force_plan(plan)
+    fwd_launches, bwd_launches = LAUNCHES[plan](7)
     arrays, weights, mask = make_case(4, 7, 6, True)
     vals = [torch.as_tensor(v) for v in arrays.values()]
     m = torch.as_tensor(mask)
@@ -131,7 +175,7 @@ def test_routes_return_the_fallback_residuals(triton_backend):
     )
     got = lstm_kernels.forward_route(*vals, m, **params)
     ref = rnn._lstm_impl(*vals, m, **params)
-    assert triton_backend.launch_counts()["lstm"] == 7
+    assert triton_backend.launch_counts()["lstm"] == fwd_launches
     names = ("all_h", "last_h", "last_c", "gates", "cells")
     for name, a, b in zip(names, got, ref):
         assert a.shape == b.shape and a.dtype == b.dtype, name
@@ -141,16 +185,18 @@ def test_routes_return_the_fallback_residuals(triton_backend):
     residuals = (ref[0], ref[3], ref[4])
     got = lstm_kernels.backward_route(*cot, h0, c0, k, m, *residuals, **params)
     ref = rnn._lstm_grad_impl(*cot, h0, c0, k, m, *residuals, **params)
-    assert triton_backend.launch_counts()["lstm_grad"] == 7 + 3
+    assert triton_backend.launch_counts()["lstm_grad"] == bwd_launches
     for name, a, b in zip(("dx_proj", "dh0", "dc0", "dkernel"), got, ref):
         assert a.shape == b.shape and a.dtype == b.dtype, name
         assert_close(a, b, what=name)
 
 
-def test_float16_matches_fallback_loosely(triton_backend):
+@pytest.mark.parametrize("plan", ["resident", "streamed", "steps"])
+def test_float16_matches_fallback_loosely(triton_backend, force_plan, plan):
+    force_plan(plan)
     arrays, weights, mask = make_case(3, 5, 9, True, dtype="float16")
     outs, grads = run_lstm(arrays, weights, mask)
-    assert triton_backend.launch_counts()["lstm"] == 5
+    assert triton_backend.launch_counts()["lstm"] == LAUNCHES[plan](5)[0]
     assert triton_backend.launch_counts()["lstm_grad"] > 0
     with backend("fallback"):
         ref_outs, ref_grads = run_lstm(arrays, weights, mask)
