@@ -43,6 +43,7 @@ from keratron import preprocessing  # noqa: E402
 from keratron import applications  # noqa: E402
 from keratron import estimator, feature_column, saved_model  # noqa: E402
 from keratron import distribute  # noqa: E402
+from keratron import distribution, dtype_policies  # noqa: E402
 from keratron.layers import Input, InputSpec, Layer  # noqa: E402
 from keratron.models import Model, Sequential  # noqa: E402
 from keratron.models import visualization as _model_visualization  # noqa: E402
@@ -50,6 +51,9 @@ from keratron.layers import KerasTensor  # noqa: E402
 from keratron.losses import Loss  # noqa: E402
 from keratron.metrics import Metric  # noqa: E402
 from keratron.optimizers import Optimizer  # noqa: E402
+from keratron.initializers import Initializer  # noqa: E402
+from keratron.regularizers import Regularizer  # noqa: E402
+from keratron.dtype_policies import FloatDTypePolicy  # noqa: E402
 
 
 def _install(namespace, names: dict) -> None:
@@ -114,6 +118,9 @@ __all__ = [
     "Metric",
     "Optimizer",
     "DTypePolicy",
+    "FloatDTypePolicy",
+    "Initializer",
+    "Regularizer",
     "Model",
     "Sequential",
     "Tensor",
@@ -130,6 +137,8 @@ __all__ = [
     "datasets",
     "device",
     "distribute",
+    "distribution",
+    "dtype_policies",
     "estimator",
     "feature_column",
     "function",
