@@ -30,6 +30,7 @@ from keratron.layers.normalization import *
 from keratron.layers.wrappers import *
 from keratron.layers.normalization_extra import *
 from keratron.layers.recurrent import *
+from keratron.layers.conv_lstm import *
 from keratron.layers.attention import *
 from keratron.layers.grouped_query_attention import *
 from keratron.layers.reversible_embedding import *
@@ -61,6 +62,7 @@ for _module in (
     wrappers,  # noqa: F405
     normalization_extra,  # noqa: F405
     recurrent,  # noqa: F405
+    conv_lstm,  # noqa: F405
     attention,  # noqa: F405
     grouped_query_attention,  # noqa: F405
     reversible_embedding,  # noqa: F405
