@@ -1,9 +1,10 @@
 #!/bin/bash
 # One call on a GPU machine: the Triton test suite on CUDA (bench/gpu_tests.sh), the kernel
-# timings against torch (bench/kernels_gpu.py), fit throughput (bench/gpu_fit.py) and the host
+# timings against torch (bench/kernels_gpu.py), an LSTM layer forward+backward against cuDNN's
+# nn.LSTM (kernels_gpu.py --only lstm_cudnn), fit throughput (bench/gpu_fit.py) and the host
 # time per Triton launch, end to end and with the CPU stand-in (bench/launch_overhead.py).
-# Logs go to $OUT (or ./gpu-logs); T_PIN, T_TUNED, T_KERN, T_FIT and T_LAUNCH bound each part,
-# and their defaults add up to 455 s (15 s more for the stand-in), under 8 minutes in all.
+# Logs go to $OUT (or ./gpu-logs); T_PIN, T_TUNED, T_KERN, T_LSTM, T_FIT and T_LAUNCH bound each
+# part, and their defaults add up to 500 s (15 s more for the stand-in), under 9 minutes in all.
 OUT=${OUT:-gpu-logs}
 export OUT
 export T_PIN=${T_PIN:-110} T_TUNED=${T_TUNED:-150}
@@ -14,6 +15,8 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 bash bench/gpu_tests.sh
 timeout ${T_KERN:-100} python3 bench/kernels_gpu.py >"$OUT/kernels_f32.log" 2>&1
 echo "kernels rc=$?"; cat "$OUT/kernels_f32.log"
+timeout ${T_LSTM:-45} python3 bench/kernels_gpu.py --only lstm_cudnn >"$OUT/lstm_cudnn.log" 2>&1
+echo "lstm vs cudnn rc=$?"; cat "$OUT/lstm_cudnn.log"
 timeout ${T_FIT:-60} python3 bench/gpu_fit.py >"$OUT/fit.log" 2>&1
 echo "fit rc=$?"; cat "$OUT/fit.log"
 # Pinned configs: one compile per kernel; the launch path is the same at any config.

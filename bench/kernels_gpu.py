@@ -10,13 +10,23 @@ time (above 1: the kernel is faster). Each case also reports the largest differe
 the two results, relative to the largest torch value. A kernel module that does not exist yet
 is skipped with a note; a case its route does not support (NotImplementedError) is noted too.
 
+The `lstm_cudnn` family times a whole LSTM layer, forward and backward, against torch's
+`nn.LSTM` (cuDNN, one call per sequence) with the same weights: keratron's side is the input
+projection (cuBLAS) plus the `lstm` route, then the `lstm_grad` route plus the projection's
+gradient GEMMs. It prints both sides' milliseconds, the recurrence alone under each Triton
+plan (whole sequence, and a launch per step), and the largest difference of the outputs and
+of every gradient from cuDNN's.
+
 Run on a machine with a GPU: `python bench/kernels_gpu.py [--dtype float16] [--only matmul]`.
-It exits with a message when CUDA is not available.
+It exits with a message when CUDA is not available; `--only lstm_cudnn --dry-run` checks the
+LSTM comparison's set-up and arithmetic on CPU tensors instead (no timing, torch's own
+fallback standing in for the routes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -234,6 +244,135 @@ def lstm_cases(dtype):
     ]
 
 
+LSTM_CUDNN_CASES = [("LSTM b64 t50 u256", 64, 50, 256), ("LSTM b32 t100 u128", 32, 100, 128)]
+_LSTM_PARAMS = dict(
+    reverse=False, activation="tanh", recurrent_activation="sigmoid", zero_output_for_mask=False
+)
+
+
+class LstmLayer:
+    """One LSTM layer's operands on `device`, and its forward+backward three ways: keratron's
+    routes (`ours`), the `lstm` primitive's torch implementation (`reference`), and torch's
+    `nn.LSTM` under autograd (`cudnn`, cuDNN on CUDA). Input features = units; h0 = c0 = 0;
+    the gradient of the sum of all outputs times a fixed random cotangent."""
+
+    def __init__(self, dtype, batch, steps, units, device=DEVICE):
+        gen = torch.Generator().manual_seed(0)
+        self.shape = batch, steps, units
+        self.module = torch.nn.LSTM(units, units, batch_first=True).to(device, dtype)
+        self.x = torch.randn(batch, steps, units, generator=gen).to(device, dtype)
+        self.g = torch.randn(batch, steps, units, generator=gen).to(device, dtype)
+        m = self.module
+        # torch's gate order (i, f, g, o) is Keras's (i, f, c, o): the weights transpose over.
+        self.kernel = m.weight_ih_l0.detach().t().contiguous()
+        self.recurrent = m.weight_hh_l0.detach().t().contiguous()
+        self.bias = (m.bias_ih_l0 + m.bias_hh_l0).detach()
+        self.h0 = torch.zeros(batch, units, device=device, dtype=dtype)
+
+    def ours(self, lstm, lstm_grad):
+        """Forward and backward through the routes `lstm` and `lstm_grad`; returns
+        (all_h, dx, d kernel, d recurrent kernel, d bias)."""
+        b, t, u = self.shape
+        x2 = self.x.reshape(b * t, u)
+        proj = torch.addmm(self.bias, x2, self.kernel).view(b, t, 4 * u)
+        h0 = self.h0
+        all_h, _, _, gates, cells = lstm(proj, h0, h0, self.recurrent, None, **_LSTM_PARAMS)
+        dproj, _, _, drec = lstm_grad(self.g, h0, h0, h0, h0, self.recurrent, None, all_h,
+                                      gates, cells, **_LSTM_PARAMS)  # fmt: skip
+        dproj = dproj.reshape(b * t, 4 * u)
+        dx = (dproj @ self.kernel.t()).view(b, t, u)
+        return all_h, dx, x2.t() @ dproj, drec, dproj.sum(0)
+
+    def reference(self):
+        return self.ours(PRIMITIVES["lstm"].impl, PRIMITIVES["lstm_grad"].impl)
+
+    def cudnn(self):
+        """nn.LSTM forward and backward; returns what `ours` returns, in keratron's layouts."""
+        m = self.module
+        m.zero_grad(set_to_none=True)
+        x = self.x.detach().requires_grad_(True)
+        out, _ = m(x)
+        out.backward(self.g)
+        return (out.detach(), x.grad, m.weight_ih_l0.grad.t(), m.weight_hh_l0.grad.t(),
+                m.bias_ih_l0.grad)  # fmt: skip
+
+
+_GRAD_NAMES = ("all_h", "dx", "dkernel", "drecurrent", "dbias")
+
+
+def _rel_errors(got, want) -> str:
+    out = []
+    for name, a, b in zip(_GRAD_NAMES, got, want):
+        scale = float(b.abs().max()) or 1.0
+        out.append(f"{name} {float((a.double() - b.double()).abs().max()) / scale:.1e}")
+    return ", ".join(out)
+
+
+@contextlib.contextmanager
+def _lstm_plan(kernels, name):
+    """Runs the LSTM routes under plan `name` ("resident", "streamed", "steps") whatever the
+    size, by swapping the kernel module's `plan` for the scope."""
+    original = kernels.plan
+    kernels.plan = lambda units, dtype: name
+    try:
+        yield
+    finally:
+        kernels.plan = original
+
+
+def _time_plan(layer, lstm, lstm_grad, do_bench) -> tuple:
+    """(results, fwd+bwd ms, recurrence forward ms, recurrence backward ms) of `layer.ours`."""
+    b, t, u = layer.shape
+    h0, rec = layer.h0, layer.recurrent
+    with torch.no_grad():
+        got = layer.ours(lstm, lstm_grad)
+        ms = do_bench(lambda: layer.ours(lstm, lstm_grad))
+        proj = torch.randn(b, t, 4 * u, device=h0.device, dtype=h0.dtype)
+        fwd = lstm(proj, h0, h0, rec, None, **_LSTM_PARAMS)
+        ms_f = do_bench(lambda: lstm(proj, h0, h0, rec, None, **_LSTM_PARAMS))
+        bwd_args = (layer.g, h0, h0, h0, h0, rec, None, fwd[0], fwd[3], fwd[4])
+        ms_b = do_bench(lambda: lstm_grad(*bwd_args, **_LSTM_PARAMS))
+    return got, ms, ms_f, ms_b
+
+
+def lstm_cudnn_case(label, batch, steps, units, dtype, do_bench) -> None:
+    """Prints one LstmLayer's timings: keratron (the plan its routes pick, then a launch per
+    step) and cuDNN, each forward+backward in ms, their ratio, and the errors against cuDNN."""
+    from keratron.triton_kernels import load
+
+    layer = LstmLayer(dtype, batch, steps, units)
+    lstm, lstm_grad = load_route("lstm"), load_route("lstm_grad")
+    if lstm is None or lstm_grad is None:
+        return
+    kernels = load("_lstm")
+    ms_cudnn = do_bench(layer.cudnn)
+    want = layer.cudnn()
+    print(f"  {label:<22} cuDNN nn.LSTM fwd+bwd {ms_cudnn:8.3f} ms")
+    for name in dict.fromkeys([kernels.plan(units, dtype), "steps"]):
+        with _lstm_plan(kernels, name):
+            got, ms, ms_f, ms_b = _time_plan(layer, lstm, lstm_grad, do_bench)
+        print(
+            f"  {label:<22} keratron ({name:>8}) fwd+bwd {ms:8.3f} ms | cuDNN / keratron "
+            f"{ms_cudnn / ms:5.2f} | recurrence fwd {ms_f:7.3f} ms bwd {ms_b:7.3f} ms"
+        )
+        print(f"  {'':<22} rel. err vs cuDNN: {_rel_errors(got, want)}")
+
+
+def lstm_cudnn_dry_run(dtype) -> int:
+    """The comparison's set-up and arithmetic on CPU tensors: the primitive's torch
+    implementation (what the routes are tested against) must match nn.LSTM."""
+    worst = 0.0
+    for label, batch, steps, units in LSTM_CUDNN_CASES:
+        small = max(batch // 8, 1), max(steps // 10, 1), max(units // 16, 1)
+        layer = LstmLayer(dtype, *small, device="cpu")
+        got, want = layer.reference(), layer.cudnn()
+        print(f"  {label} at b{small[0]} t{small[1]} u{small[2]}: {_rel_errors(got, want)}")
+        for a, b in zip(got, want):
+            worst = max(worst, float((a - b).abs().max()) / (float(b.abs().max()) or 1.0))
+    print(f"  largest relative error {worst:.1e}")
+    return 0 if worst < 1e-4 else 1
+
+
 def xent_cases(dtype):
     return [
         xent_case(dtype, f"softmax-xent {rows}x{classes}", rows, classes)
@@ -247,6 +386,7 @@ FAMILIES = {
     "conv": conv_cases,
     "lstm": lstm_cases,
     "xent": xent_cases,
+    "lstm_cudnn": None,  # lstm_cudnn_case over LSTM_CUDNN_CASES
 }
 
 
@@ -282,7 +422,14 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=sorted(_DTYPES), default="float32")
     parser.add_argument("--only", choices=sorted(FAMILIES), action="append", help="repeatable")
     parser.add_argument("--ieee", action="store_true", help="float32 products without TF32")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="lstm_cudnn only: check the set-up on CPU"
+    )
     args = parser.parse_args(argv)
+    if args.dry_run:
+        if args.only != ["lstm_cudnn"]:
+            parser.error("--dry-run checks the lstm_cudnn family only: add --only lstm_cudnn")
+        return lstm_cudnn_dry_run(torch.float64)
     if not torch.cuda.is_available():
         print(
             "bench/kernels_gpu.py: CUDA is not available on this machine; these benchmarks "
@@ -300,6 +447,10 @@ def main(argv=None) -> int:
     print(f"{torch.cuda.get_device_name()}, {args.dtype}, torch {torch.__version__}")
     for family in args.only or list(FAMILIES):
         print(f"{family}:")
+        if family == "lstm_cudnn":
+            for label, batch, steps, units in LSTM_CUDNN_CASES:
+                lstm_cudnn_case(label, batch, steps, units, dtype, do_bench)
+            continue
         for cases in FAMILIES[family](dtype):
             for case in cases:
                 run_case(*case, do_bench)
