@@ -216,3 +216,45 @@ def test_unsupported_dtype_is_a_clear_error_under_the_triton_backend(triton_back
     with backend("auto"):
         all_h, _, _ = kt.ops.lstm(**arrays)
     assert all_h.shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize(
+    "plan,batch,steps,units", [("resident", 5, 6, 7), ("streamed", 3, 4, 40), ("steps", 2, 3, 9)]
+)
+def test_routes_match_torch_nn_lstm(triton_backend, force_plan, plan, batch, steps, units):
+    """A second oracle: torch.nn.LSTM differentiated by torch.autograd, with the same weights
+    (torch's gate order i, f, g, o is Keras's i, f, c, o), for the outputs, the final states
+    and the gradients of x, h0, c0, the recurrent kernel and the bias."""
+    force_plan(plan)
+    gen = torch.Generator().manual_seed(3)
+    module = torch.nn.LSTM(units, units, batch_first=True)
+    x = torch.randn(batch, steps, units, generator=gen, requires_grad=True)
+    h0 = torch.randn(1, batch, units, generator=gen, requires_grad=True)
+    c0 = torch.randn(1, batch, units, generator=gen, requires_grad=True)
+    g_all = torch.randn(batch, steps, units, generator=gen)
+    g_h, g_c = torch.randn(2, batch, units, generator=gen)
+    out, (h_n, c_n) = module(x, (h0, c0))
+    (out * g_all).sum().add((h_n[0] * g_h).sum()).add((c_n[0] * g_c).sum()).backward()
+
+    w_ih = module.weight_ih_l0.detach()
+    recurrent = module.weight_hh_l0.detach().t().contiguous()
+    bias = (module.bias_ih_l0 + module.bias_hh_l0).detach()
+    proj = x.detach() @ w_ih.t() + bias
+    states = h0.detach()[0], c0.detach()[0]
+    params = dict(
+        reverse=False, activation="tanh", recurrent_activation="sigmoid", zero_output_for_mask=False
+    )
+    all_h, h, c, gates, cells = lstm_kernels.forward_route(proj, *states, recurrent, None, **params)
+    dproj, dh0, dc0, drec = lstm_kernels.backward_route(
+        g_all, g_h, g_c, *states, recurrent, None, all_h, gates, cells, **params
+    )
+    counts = triton_backend.launch_counts()
+    assert (counts["lstm"], counts["lstm_grad"]) == LAUNCHES[plan](steps)
+    pairs = [
+        ("all_h", all_h, out), ("h", h, h_n[0]), ("c", c, c_n[0]), ("dh0", dh0, h0.grad[0]),
+        ("dc0", dc0, c0.grad[0]), ("dx", dproj @ w_ih, x.grad),
+        ("drecurrent", drec, module.weight_hh_l0.grad.t()),
+        ("dbias", dproj.sum((0, 1)), module.bias_hh_l0.grad),
+    ]  # fmt: skip
+    for name, a, b in pairs:
+        assert_close(a, b.detach(), what=name)
