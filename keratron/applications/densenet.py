@@ -102,7 +102,7 @@ def DenseNet(
         >>> model = DenseNet([1, 1, 1, 1], weights=None, include_top=False,
         ...                  input_shape=(32, 32, 3))
         >>> model.output_shape
-        (None, 1, 1, 144)
+        (None, 1, 1, 68)
     """
     if backend.image_data_format() == "channels_first":
         raise ValueError(
