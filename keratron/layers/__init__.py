@@ -15,6 +15,7 @@ from keratron.layers.advanced_activations import *
 from keratron.layers.preprocessing import *
 from keratron.layers.preprocessing_categorical import *
 from keratron.layers.hashing import *
+from keratron.layers.hashed_crossing import *
 from keratron.layers.lookup import *
 from keratron.layers.text_vectorization import *
 from keratron.layers.image_preprocessing import *
@@ -47,6 +48,7 @@ for _module in (
     preprocessing,  # noqa: F405
     preprocessing_categorical,  # noqa: F405
     hashing,  # noqa: F405
+    hashed_crossing,  # noqa: F405
     lookup,  # noqa: F405
     text_vectorization,  # noqa: F405
     image_preprocessing,  # noqa: F405
