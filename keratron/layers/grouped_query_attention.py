@@ -17,7 +17,7 @@ from keratron.layers.core import EinsumDense
 from keratron.layers.layer import Layer
 from keratron.layers.layer import who as _who
 
-__all__ = ["GroupQueryAttention"]
+__all__ = ["GroupQueryAttention", "GroupedQueryAttention"]
 
 
 def _positive(value, arg, who, optional=False):
@@ -299,5 +299,6 @@ class GroupedQueryAttention(Layer):
         }
 
 
-# Keras exports the class under this name (its class is named GroupedQueryAttention).
+# Keras exports the class as GroupQueryAttention; its configs name it GroupedQueryAttention,
+# which is exported too so that they deserialize.
 GroupQueryAttention = GroupedQueryAttention

@@ -140,6 +140,13 @@ def test_gqa_matches_keras(keras, kwargs, call):
         np.testing.assert_allclose(g.numpy(), w.value.grad.numpy(), atol=1e-4, rtol=1e-3)
 
 
+def test_gqa_keras_config_deserializes(keras):
+    k_layer = keras.layers.GroupQueryAttention(4, 4, 2, use_gate=True, sliding_window=3)
+    layer = L.deserialize(keras.layers.serialize(k_layer))
+    assert isinstance(layer, L.GroupQueryAttention)
+    assert layer.get_config()["sliding_window"] == 3 and layer.use_gate
+
+
 def test_gqa_uses_input_masks(keras):
     tokens = np.array([[3, 1, 0, 0], [2, 5, 4, 0]])
     emb = L.Embedding(8, 6, mask_zero=True)
