@@ -14,8 +14,10 @@ from keratron.optimizers.ftrl import Ftrl
 from keratron.optimizers.lamb import Lamb
 from keratron.optimizers.lion import Lion
 from keratron.optimizers.loss_scale_optimizer import LossScaleOptimizer
+from keratron.optimizers.muon import Muon
 from keratron.optimizers.nadam import Nadam
 from keratron.optimizers.rmsprop import RMSprop
+from keratron.optimizers.schedule_free_adamw import ScheduleFreeAdamW
 from keratron.optimizers.sgd import SGD
 
 __all__ = [
@@ -33,6 +35,8 @@ __all__ = [
     "Adafactor",
     "Lamb",
     "LossScaleOptimizer",
+    "Muon",
+    "ScheduleFreeAdamW",
     "schedules",
     "get",
     "serialize",
@@ -54,6 +58,8 @@ ALL_OBJECTS = (
     Adafactor,
     Lamb,
     LossScaleOptimizer,
+    Muon,
+    ScheduleFreeAdamW,
 )
 ALL_OBJECTS_DICT = {cls.__name__.lower(): cls for cls in ALL_OBJECTS}
 
