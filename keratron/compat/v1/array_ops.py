@@ -393,8 +393,36 @@ def slice(input_, begin, size, name=None):  # noqa: A001
     return _simple("Slice", "Slice", [input_], lambda ctx, x: x[idx], name)[0]
 
 
-def strided_slice(x, key, name="strided_slice"):
-    """`x[key]` (Python indexing with ints, slices, None and Ellipsis)."""
+def strided_slice(input_, begin, end=None, strides=None, begin_mask=0, end_mask=0,
+                  ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, var=None,
+                  name="strided_slice"):  # fmt: skip
+    """`tf.strided_slice(input_, begin, end, strides)` with TF's begin / end / shrink-axis
+    masks; `strided_slice(x, key)` (no `end`) is `x[key]` with Python indexing."""
+    if end is None:
+        return _getitem(input_, begin, name)
+    if ellipsis_mask or new_axis_mask:
+        raise ValueError(
+            "strided_slice: ellipsis_mask and new_axis_mask are not supported. Received: "
+            f"ellipsis_mask={ellipsis_mask}, new_axis_mask={new_axis_mask}"
+        )
+    b, e = _static_ints(begin, "begin"), _static_ints(end, "end")
+    st = [1] * len(b) if strides is None else _static_ints(strides, "strides")
+    if b is None or e is None or st is None or not len(b) == len(e) == len(st):
+        raise ValueError(
+            "strided_slice: begin, end and strides must be constant lists of one length. "
+            f"Received: begin={begin}, end={end}, strides={strides}"
+        )
+    key = []
+    for i, (bi, ei, si) in enumerate(zip(b, e, st)):
+        if shrink_axis_mask >> i & 1:
+            key.append(bi)
+        else:
+            lo, hi = None if begin_mask >> i & 1 else bi, None if end_mask >> i & 1 else ei
+            key.append(builtins.slice(lo, hi, si))
+    return _getitem(input_, tuple(key), name)
+
+
+def _getitem(x, key, name):
     if isinstance(key, Tensor) or (
         isinstance(key, tuple) and any(isinstance(k, Tensor) for k in key)
     ):
