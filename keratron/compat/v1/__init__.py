@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from keratron.compat.v1 import data, errors, layers, losses, metrics, nn, summary, train
+from keratron.compat.v1 import image_ops as image
 from keratron.compat.v1 import math_ops as math
 from keratron.compat.v1 import tf_logging as logging
 from keratron.compat.v1 import variables as _variables_module
@@ -141,6 +142,17 @@ from keratron.compat.v1.math_ops import (
     to_int32,
     to_int64,
     truediv,
+)
+from keratron.compat.v1.queues import (
+    FIFOQueue,
+    FixedLengthRecordReader,
+    QueueBase,
+    RandomShuffleQueue,
+    ReaderBase,
+    TextLineReader,
+    WholeFileReader,
+    decode_csv,
+    decode_raw,
 )
 from keratron.compat.v1.session import InteractiveSession, Session, get_default_session
 from keratron.compat.v1.variables import (

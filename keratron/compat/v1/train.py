@@ -21,6 +21,15 @@ from keratron.compat.v1.framework import (
     op_scope,
 )
 from keratron.compat.v1.gradients import gradients
+from keratron.compat.v1.queues import (
+    Coordinator,
+    QueueRunner,
+    add_queue_runner,
+    batch,
+    shuffle_batch,
+    start_queue_runners,
+    string_input_producer,
+)
 from keratron.compat.v1.saver import (
     CheckpointState,
     NewCheckpointReader,
@@ -62,6 +71,13 @@ __all__ = [
     "list_variables",
     "load_checkpoint",
     "load_variable",
+    "Coordinator",
+    "QueueRunner",
+    "add_queue_runner",
+    "batch",
+    "shuffle_batch",
+    "start_queue_runners",
+    "string_input_producer",
 ]
 
 
