@@ -21,6 +21,7 @@ from keratron.layers.text_vectorization import *
 from keratron.layers.image_preprocessing import *
 from keratron.layers.image_augmentation import *
 from keratron.layers.audio import *
+from keratron.layers.pipeline import *
 from keratron.layers.image_color import *
 from keratron.layers.image_warping import *
 from keratron.layers.image_mixing import *
@@ -54,6 +55,7 @@ for _module in (
     image_preprocessing,  # noqa: F405
     image_augmentation,  # noqa: F405
     audio,  # noqa: F405
+    pipeline,  # noqa: F405
     image_color,  # noqa: F405
     image_warping,  # noqa: F405
     image_mixing,  # noqa: F405
