@@ -145,10 +145,18 @@ def test_plan_follows_the_resident_limits():
 
 
 @pytest.mark.parametrize(
-    "activation,recurrent_activation,masked",
-    [("relu", "hard_sigmoid", True), ("linear", "tanh", False), ("sigmoid", "relu", True)],
+    "activation,recurrent_activation,masked,plan",
+    [
+        ("relu", "hard_sigmoid", True, "resident"),
+        ("linear", "tanh", False, "streamed"),
+        ("sigmoid", "relu", True, "steps"),
+        ("hard_sigmoid", "sigmoid", True, "streamed"),
+    ],
 )
-def test_other_activations_match_fallback(triton_backend, activation, recurrent_activation, masked):
+def test_other_activations_match_fallback(
+    triton_backend, force_plan, activation, recurrent_activation, masked, plan
+):
+    force_plan(plan)
     arrays, weights, mask = make_case(2, 6, 7, masked)
     params = dict(activation=activation, recurrent_activation=recurrent_activation)
     outs, grads = run_lstm(arrays, weights, mask, **params)
