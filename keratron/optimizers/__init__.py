@@ -14,6 +14,7 @@ from keratron.optimizers.ftrl import Ftrl
 from keratron.optimizers.lamb import Lamb
 from keratron.optimizers.lion import Lion
 from keratron.optimizers.loss_scale_optimizer import LossScaleOptimizer
+from keratron.optimizers.multi_optimizer import MultiOptimizer, OptimizerMap
 from keratron.optimizers.muon import Muon
 from keratron.optimizers.nadam import Nadam
 from keratron.optimizers.rmsprop import RMSprop
@@ -35,7 +36,9 @@ __all__ = [
     "Adafactor",
     "Lamb",
     "LossScaleOptimizer",
+    "MultiOptimizer",
     "Muon",
+    "OptimizerMap",
     "ScheduleFreeAdamW",
     "schedules",
     "get",
@@ -58,6 +61,7 @@ ALL_OBJECTS = (
     Adafactor,
     Lamb,
     LossScaleOptimizer,
+    MultiOptimizer,
     Muon,
     ScheduleFreeAdamW,
 )
