@@ -241,6 +241,8 @@ def lstm_cases(dtype):
         lstm_case(dtype, "LSTM b64 t50 u256", 64, 50, 256),
         lstm_case(dtype, "LSTM b32 t100 u128", 32, 100, 128),
         lstm_case(dtype, "LSTM b128 t20 u512", 128, 20, 512),
+        lstm_case(dtype, "LSTM b64 t50 u32", 64, 50, 32),  # recurrent kernel on chip
+        lstm_case(dtype, "LSTM b16 t20 u2048", 16, 20, 2048),  # a launch per step
     ]
 
 

@@ -294,6 +294,8 @@ LSTM_CASES = [  # (label, batch, steps, units); tanh / sigmoid, forward order
     ("LSTM b64 t50 u256", 64, 50, 256),
     ("LSTM b32 t100 u128", 32, 100, 128),
     ("LSTM b128 t20 u512", 128, 20, 512),
+    ("LSTM b64 t50 u32", 64, 50, 32),  # the recurrent kernel on chip
+    ("LSTM b16 t20 u2048", 16, 20, 2048),  # a launch per step
 ]
 XENT_CASES = [(128, 10), (256, 1000), (64, 50000), (4096, 32000)]  # (rows, classes)
 BENCH_SMS = 132  # H100 SXM: conv grad-filter launchers split their reduction by SM count

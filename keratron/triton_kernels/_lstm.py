@@ -22,8 +22,8 @@ Three plans, picked by `plan(units, dtype)`:
   L2-resident), looping over unit tiles. h and c live in the program's own rows of a
   double-buffered (2, B, U) state buffer (L1/L2); one `tl.debug_barrier` (bar.sync, which
   orders the block's memory accesses) a step separates the threads that write step t's
-  states from those that read them as step t + 1's dot operand. Up to 255 registers, no
-  spills, at num_stages=1 (see SEQ_CONFIGS).
+  states from those that read them as step t + 1's dot operand. At most 128 registers a
+  thread and no spills on either target (8 or 16 warps, num_stages=1; see SEQ_CONFIGS).
 - "steps" (more units): one fused gate-and-cell launch per time step over a (batch tile,
   unit tile) grid, the launch boundary being the grid-wide barrier between steps. Past 1024
   units one program streaming 16 MiB a step would be slower than a step spread over the
@@ -895,12 +895,12 @@ DKERNEL = Kernel(_lstm_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "lstm_grad")
 # kernels tile units (BLOCK_N) and the contraction (BLOCK_K) inside each step.
 SEQ_CONFIGS = [
     triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=8, num_stages=1),
-    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4, num_stages=1),
-    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8, num_stages=1),
-    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=8, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=16, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=16, num_stages=1),
 ]
 # Not pipelined (num_stages=1): inside the time loop, two-stage K loops spill on sm_90 at
-# every one of these tiles (the forward by 32-64 B a thread, 16 B even at 16x64x32).
+# every one of these tiles (the forward by 16-64 B a thread). Wider tiles take 16 warps: at 8
+# they reach 238-255 registers, and 4 warps spill (24 B) in the reversed, masked forward.
 # One config: at 4 warps the backward spills from a 32-wide float32 tile on (sm_80), at 8 it
 # does not (see RESIDENT_UNITS).
 RESIDENT_CONFIGS = [triton.Config({"BLOCK_B": 16}, num_warps=8, num_stages=1)]
