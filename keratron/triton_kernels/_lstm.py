@@ -25,9 +25,12 @@ Three plans, picked by `plan(units, dtype)`:
   states from those that read them as step t + 1's dot operand. At most 128 registers a
   thread and no spills on either target (8 or 16 warps, num_stages=1; see SEQ_CONFIGS).
 - "steps" (more units): one fused gate-and-cell launch per time step over a (batch tile,
-  unit tile) grid, the launch boundary being the grid-wide barrier between steps. Past 1024
-  units one program streaming 16 MiB a step would be slower than a step spread over the
-  whole GPU (a guess until bench/kernels_gpu.py measures it).
+  unit tile) grid, the launch boundary being the grid-wide barrier between steps. The
+  threshold is an estimate until bench/kernels_gpu.py measures it: the step kernels took 59
+  us a step at 256 units and 108 us at 512 on an H100, host launch included
+  (bench/kernels_h100.md); one SM reading L2 at ~100 GB/s streams 4 * U^2 * s bytes in ~10
+  us at 256 float32 units, ~40 us at 512 and ~160 us at 1024, so past 1024 units a step
+  spread over the whole GPU should win.
 
 A grid-wide barrier inside one launch (atomics and spinning) would let programs split units
 too, but it deadlocks unless every program is co-resident, and cannot run under the
