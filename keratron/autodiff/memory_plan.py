@@ -6,6 +6,7 @@ of those values in again (a convnet at batch 128: ~17,000 faults a step, a third
 on two cores). For the kernels below that torch can run into a given buffer, the plan writes
 their large, non-escaping results into a buffer of its own, allocated on the first replay and
 released with the plan: no process-wide malloc setting is involved (ARCHITECTURE.md, 10).
+Each op's module registers its writers (`keeps_output`) beside its CPU route.
 
 A kept buffer is only used for a value that is not a function output, not kept by the prelude,
 and on the CPU; `CompiledFunction` clones any fetched value that still shares a kept buffer's
@@ -15,11 +16,12 @@ calls the kernel the plain implementation calls, so results are bit-identical.
 
 from __future__ import annotations
 
-import builtins
 import math
 import threading
 
 import torch
+
+from keratron import config
 
 # Below this a value comes from malloc's bins without faulting: keeping it saves nothing.
 MIN_BYTES = 1 << 20
@@ -59,80 +61,56 @@ def replay_with_kept_buffers(compiled_lock, kept: list, replay):
         compiled_lock.release()
 
 
-def _cl_empty(shape_cf, dtype):
-    """An (N, C, *S) tensor with channels_last strides: how the pooling kernels write."""
-    n, c, *spatial = shape_cf
-    return torch.empty((n, *spatial, c), dtype=dtype).permute(0, len(shape_cf) - 1, 1, 2)
+def _always(params, shapes) -> bool:
+    return True
 
 
-def _pad(buffers, x, widths, value):
-    out = buffers.get("out")
-    if out is None or out.dtype != x.dtype:
-        shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths))
-        out = buffers["out"] = torch.empty(shape, dtype=x.dtype)
-    out.fill_(value)
-    out[tuple(builtins.slice(lo, lo + d) for d, (lo, _) in zip(x.shape, widths))] = x
-    return out
+# Primitive -> (writer, static condition); filled by `keeps_output` in each op's own module.
+_WRITERS: dict = {}
 
 
-def _max_pool(buffers, x, pool_size, strides, padding):
-    xt = x.permute(0, 3, 1, 2)
-    if "out" not in buffers:
-        n, h, w, c = x.shape
-        oh = (h - pool_size[0]) // strides[0] + 1
-        ow = (w - pool_size[1]) // strides[1] + 1
-        buffers["out"] = _cl_empty((n, c, oh, ow), x.dtype)
-        buffers["idx"] = _cl_empty((n, c, oh, ow), torch.int64)
-    out, idx = buffers["out"], buffers["idx"]
-    torch.ops.aten.max_pool2d_with_indices.out(
-        xt, list(pool_size), list(strides), [0, 0], [1, 1], False, out=out, indices=idx
-    )
-    return out.permute(0, 2, 3, 1), idx
+def keeps_output(prim, condition=_always):
+    """Registers the decorated function as the kept-buffer writer of `prim`.
+
+    A writer has the signature `writer(buffers, out_avals, *torch_values, **params)`: it
+    computes exactly what `prim`'s CPU implementation computes (the same kernel, so the values
+    are bit-identical), writing into tensors it allocates once in the dict `buffers` (the
+    outputs' (shape, dtype) are `out_avals`), and returns the output(s); or it returns None for
+    a case it does not serve, and the plain kernel runs. `condition(params, input_shapes)` is
+    checked once, when the plan is built.
+
+    Example:
+        >>> from keratron.autodiff.primitive import Primitive
+        >>> sq = Primitive("doc_square_kept", lambda x: x * x)
+        >>> @keeps_output(sq)
+        ... def _square_into(buffers, out_avals, x):
+        ...     out = buffers.get("out")
+        ...     if out is None:
+        ...         out = buffers["out"] = torch.empty(out_avals[0][0], dtype=x.dtype)
+        ...     return torch.mul(x, x, out=out)
+    """
+
+    def register(writer):
+        _WRITERS[prim] = (writer, condition)
+        return writer
+
+    return register
 
 
-def _max_pool_grad(buffers, x, g, idx, pool_size, strides, padding):
-    if idx is None:
-        return None
-    if "out" not in buffers:
-        n, h, w, c = x.shape
-        buffers["out"] = _cl_empty((n, c, h, w), x.dtype)
-    out = buffers["out"]
-    torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
-        g.permute(0, 3, 1, 2),
-        x.permute(0, 3, 1, 2),
-        list(pool_size),
-        list(strides),
-        [0, 0],
-        [1, 1],
-        False,
-        idx,
-        grad_input=out,
-    )
-    return out.permute(0, 2, 3, 1)
-
-
-def _matmul(buffers, x, w, b, activation):
-    if x.dim() != 2 or w.dim() != 2 or activation is not None:
-        return None
-    out = buffers.get("out")
+def buffer(buffers, key, aval, channels_last: bool = False) -> torch.Tensor:
+    """The kept tensor `buffers[key]` of (shape, dtype) `aval`, allocated on first use. With
+    `channels_last`, `aval`'s shape is read as (N, C, *S) and the memory is laid out
+    (N, *S, C), as the pooling and oneDNN kernels write."""
+    out = buffers.get(key)
     if out is None:
-        out = buffers["out"] = torch.empty((x.shape[0], w.shape[1]), dtype=x.dtype)
-    if b is None:
-        return torch.mm(x, w, out=out)
-    return torch.addmm(b, x, w, out=out)
-
-
-def _pool_2d_unpadded(params, shapes) -> bool:
-    return len(shapes[0]) == 4 and not any(lo or hi for lo, hi in params["padding"])
-
-
-# primitive name -> (writer(buffers, *inputs, **params) -> outputs or None, static condition)
-_WRITERS = {
-    "pad": (_pad, lambda params, shapes: True),
-    "max_pool": (_max_pool, _pool_2d_unpadded),
-    "max_pool_grad": (_max_pool_grad, _pool_2d_unpadded),
-    "matmul": (_matmul, lambda params, shapes: True),
-}
+        shape, dtype = aval
+        if channels_last:
+            n, c, *spatial = shape
+            out = torch.empty((n, *spatial, c), dtype=dtype).permute(0, len(shape) - 1, 1, 2)
+        else:
+            out = torch.empty(shape, dtype=dtype)
+        buffers[key] = out
+    return out
 
 
 def _nbytes(aval) -> int:
@@ -145,7 +123,7 @@ def kept_buffer_call(graph, node, fallback, buffers_list: list):
     writer serves the node. `fallback` runs when the values at replay time do not fit (not on
     the CPU, another dtype, a shape the writer does not take). The kept buffers are appended
     to `buffers_list` (one dict per step) so that the plan can find them."""
-    entry = _WRITERS.get(node.prim.name)
+    entry = _WRITERS.get(node.prim)
     if entry is None or node.params is None:
         return None
     writer, static_ok = entry
@@ -161,8 +139,13 @@ def kept_buffer_call(graph, node, fallback, buffers_list: list):
 
     def run(*vals):
         x = vals[0]
-        if _state.owner is buffers_list and x.device.type == "cpu" and not x.requires_grad:
-            out = writer(buffers, *vals, **params)
+        if (
+            _state.owner is buffers_list
+            and x.device.type == "cpu"
+            and not x.requires_grad
+            and config.kernel_backend() != "triton"
+        ):
+            out = writer(buffers, avals, *vals, **params)
             if out is not None:
                 res = out if isinstance(out, tuple) else (out,)
                 if all(tuple(r.shape) == a[0] and r.dtype == a[1] for r, a in zip(res, avals)):

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from keratron import config
-from keratron.autodiff import passes
+from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.primitive import device_route
 from keratron.autodiff.tracing import Graph, Node
 from keratron.ops import epilogue
@@ -194,6 +194,52 @@ def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
             y = epilogue.apply(y, activation, inplace=True)
         return _to_cl(y)
     return _conv_impl(x, k, b, strides, padding, dilation, groups, activation)
+
+
+try:  # oneDNN's convolution that adds its result into a given tensor (a binary post-op)
+    _conv_into_op = torch.ops.mkldnn._convolution_pointwise_.binary
+except (AttributeError, RuntimeError):
+    _conv_into_op = None
+
+
+@memory_plan.keeps_output(conv_p)
+def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, activation):
+    """The oneDNN branch of `_conv_cpu`, written into a kept buffer: the buffer is zeroed and
+    oneDNN adds the convolution into it (exact: c + 0 == c) before the same post-op."""
+    tpad = _torch_padding(padding)
+    if (
+        _conv_into_op is None
+        or tpad is None
+        or not _onednn_cpu(x.device.type, x.dtype, x.dim())
+        or not (activation in _POST_OPS or k.is_mkldnn)
+        or (not k.is_mkldnn and _gemm_route(x.shape, k.shape, strides, padding, groups, True))
+    ):
+        return None
+    n, *spatial, c = out_avals[0][0]
+    out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), x.dtype), channels_last=True)
+    out.zero_()
+    # After a binary post-op oneDNN takes only relu; relu6 is clamped in place after it.
+    post = "relu" if activation == "relu" else None
+    w = k if k.is_mkldnn else _kernel_to_torch(k)
+    _conv_into_op(
+        out,
+        _to_cf(x),
+        w,
+        b,
+        tpad,
+        list(strides),
+        list(dilation),
+        groups,
+        "add",
+        None,
+        post,
+        [],
+        "",
+    )
+    y = _to_cl(out)
+    if activation not in (None, "relu"):
+        y = epilogue.apply(y, activation, inplace=True)
+    return y
 
 
 def _kernel_layout_impl(k, input_shape=None, strides=None, padding=None, dilation=None, groups=1):
@@ -808,6 +854,41 @@ max_pool_gather_p = Primitive(
         max_pool_grad_p.bind(x, g, None, **_pool_params(pool_size, strides, padding)),
     ),
 )
+
+
+def _pool_2d_unpadded(params, shapes) -> bool:
+    return len(shapes[0]) == 4 and not _has_pad(params["padding"])
+
+
+@memory_plan.keeps_output(max_pool_p, _pool_2d_unpadded)
+def _max_pool_into(buffers, out_avals, x, pool_size, strides, padding):
+    n, oh, ow, c = out_avals[0][0]
+    out = memory_plan.buffer(buffers, "out", ((n, c, oh, ow), x.dtype), channels_last=True)
+    idx = memory_plan.buffer(buffers, "idx", ((n, c, oh, ow), torch.int64), channels_last=True)
+    torch.ops.aten.max_pool2d_with_indices.out(
+        _to_cf(x), list(pool_size), list(strides), [0, 0], [1, 1], False, out=out, indices=idx
+    )
+    return _to_cl(out), idx
+
+
+@memory_plan.keeps_output(max_pool_grad_p, _pool_2d_unpadded)
+def _max_pool_grad_into(buffers, out_avals, x, g, idx, pool_size, strides, padding):
+    if idx is None:
+        return None
+    n, h, w, c = x.shape
+    out = memory_plan.buffer(buffers, "out", ((n, c, h, w), x.dtype), channels_last=True)
+    torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
+        _to_cf(g),
+        _to_cf(x),
+        list(pool_size),
+        list(strides),
+        [0, 0],
+        [1, 1],
+        False,
+        idx,
+        grad_input=out,
+    )
+    return _to_cl(out)
 
 
 def _avg_scale(spatial, pool_size, strides, padding, out_spatial, dtype, device):

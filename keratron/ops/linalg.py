@@ -17,6 +17,7 @@ import string
 
 import torch
 
+from keratron.autodiff import memory_plan
 from keratron.autodiff.jvp import jvp
 from keratron.ops import epilogue, reduction
 from keratron.ops._core import (
@@ -151,6 +152,16 @@ def _matmul_vjp(g, x, w, b, out, activation):
 
 
 matmul_p = Primitive("matmul", _matmul_impl, _matmul_vjp, fresh=True, epilogues=epilogue.FUSED)
+
+
+@memory_plan.keeps_output(matmul_p)
+def _matmul_into(buffers, out_avals, x, w, b, activation):
+    if x.dim() != 2 or w.dim() != 2 or activation is not None:
+        return None
+    out = memory_plan.buffer(buffers, "out", out_avals[0])
+    return torch.mm(x, w, out=out) if b is None else torch.addmm(b, x, w, out=out)
+
+
 # matmul_p.kernel: optional device route, attached by the Triton kernels package.
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from keratron import config
-from keratron.autodiff import passes
+from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.tensor import Tensor
 from keratron.ops._core import Primitive, as_tensor, canonical_axis, on_device
 from keratron.ops.elementwise import cast, zeros_like_p
@@ -690,6 +690,15 @@ def _pad_vjp(g, x, out, widths, value):
 
 
 pad_p = Primitive("pad", _pad_impl, _pad_vjp)
+
+
+@memory_plan.keeps_output(pad_p)
+def _pad_into(buffers, out_avals, x, widths, value):
+    out = memory_plan.buffer(buffers, "out", out_avals[0])
+    out.fill_(value)
+    out[tuple(builtins.slice(lo, lo + d) for d, (lo, _) in zip(x.shape, widths))] = x
+    return out
+
 
 _PAD_MODES = ("constant", "reflect", "symmetric", "edge", "wrap", "circular")
 

@@ -63,3 +63,26 @@ def test_threads_replaying_one_plan_do_not_share_its_kept_buffers():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def _conv_stack(x, k1, k2, k3):
+    # relu (a oneDNN post-op after the add) and relu6 (clamped after it), each output over
+    # memory_plan.MIN_BYTES; the last convolution, with no activation on a kernel the plan
+    # does not prepack, runs the reference kernel and keeps nothing.
+    y = ops.relu(ops.conv(x, k1, padding="same"))
+    y = ops.relu6(ops.conv(y, k2))
+    return ops.sum(ops.conv(y, k3, strides=2) ** 2)
+
+
+def test_kept_convolution_outputs_equal_the_eager_convolutions_bit_for_bit():
+    rng = np.random.default_rng(2)
+    ks = [
+        rng.standard_normal(s).astype("float32") * 0.2
+        for s in [(3, 3, 8, 16), (3, 3, 16, 16), (3, 3, 16, 8)]
+    ]
+    f = keratron.function(_conv_stack)
+    for _ in range(3):
+        x = rng.standard_normal((16, 40, 40, 8)).astype("float32")
+        assert np.array_equal(np.asarray(f(x, *ks)), np.asarray(_conv_stack(x, *ks)))
+    plan = f.get_concrete_graph(x, *ks)
+    assert sum(len(b) for b in plan.kept_buffers) == 2  # the first two convolutions' outputs
