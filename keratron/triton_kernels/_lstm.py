@@ -12,7 +12,7 @@ Three plans, picked by `plan(units, dtype)`:
   the previous output are loop-carried register tiles; per step the kernel reads the input
   projection, does four (16, W) x (W, W) dots, the activations and the cell update, and
   writes gates, cell and output. The limit is the AOT report's (sm_90 and sm_80, 8 warps):
-  float32 W = 32 takes up to 100 / 136 registers (forward / backward), W = 64 has its backward at
+  float32 W = 32 takes up to 104 / 136 registers (forward / backward), W = 64 has its backward at
   255 registers with 32 B/thread of spills, W = 128 asks for 264 KiB of shared memory (over
   227 KiB); bfloat16 W = 64 up to 109 / 189, W = 128 spills 440 B/thread in the
   backward.
