@@ -72,6 +72,7 @@ _install(
     utils,
     {
         "CustomObjectScope": saving.CustomObjectScope,
+        "FeatureSpace": preprocessing.FeatureSpace,
         "audio_dataset_from_directory": preprocessing.audio_dataset_from_directory,
         "custom_object_scope": saving.custom_object_scope,
         "deserialize_keras_object": saving.deserialize_keras_object,

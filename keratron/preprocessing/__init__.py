@@ -12,6 +12,7 @@ from keratron.preprocessing.dataset_utils import (
     image_dataset_from_directory,
     timeseries_dataset_from_array,
 )
+from keratron.preprocessing.feature_space import FeatureSpace  # noqa: F401 (for keras.utils)
 from keratron.preprocessing.file_datasets import (
     audio_dataset_from_directory,  # noqa: F401 (keras.utils has it; the top level installs it)
     text_dataset_from_directory,
