@@ -54,6 +54,9 @@ from keratron.optimizers import Optimizer  # noqa: E402
 from keratron.initializers import Initializer  # noqa: E402
 from keratron.regularizers import Regularizer  # noqa: E402
 from keratron.dtype_policies import FloatDTypePolicy  # noqa: E402
+from keratron.layers.name_scope import name_scope  # noqa: E402
+from keratron.layers.operation import Operation  # noqa: E402
+from keratron.models.graph_function import Function  # noqa: E402
 
 
 def _install(namespace, names: dict) -> None:
@@ -117,9 +120,11 @@ __all__ = [
     "Layer",
     "Loss",
     "Metric",
+    "Operation",
     "Optimizer",
     "DTypePolicy",
     "FloatDTypePolicy",
+    "Function",
     "Initializer",
     "Regularizer",
     "Model",
@@ -150,6 +155,7 @@ __all__ = [
     "metrics",
     "mixed_precision",
     "models",
+    "name_scope",
     "ops",
     "optimizers",
     "preprocessing",

@@ -370,7 +370,13 @@ class FeatureSpace(Layer):
     def get_encoded_features(self):
         """The encoded features as Keras tensors: of `get_inputs()` when every feature is
         numeric, else fresh `Input`s of the encoded shapes (to build the model that takes
-        the encoded data)."""
+        the encoded data).
+
+        The lookups and hashes run on the host, as keratron's lookup layers do, so a model
+        whose graph holds the FeatureSpace is called directly (`model(data)`) or compiled
+        with `run_eagerly=True`; the usual split (encode in the data pipeline, train the
+        model on the encoded features) compiles as any model.
+        """
         self._build_encoders()
         if self.encoded_features is None:
             if all(f.dtype != "string" for f in self.features.values()):
