@@ -14,7 +14,8 @@ __all__ = [
     "softmax", "log_softmax", "bias_add", "xw_plus_b", "conv2d", "max_pool", "avg_pool",
     "dropout", "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-    "l2_loss", "moments", "in_top_k", "embedding_lookup", "l2_normalize",
+    "l2_loss", "moments", "in_top_k", "embedding_lookup", "l2_normalize", "lrn",
+    "local_response_normalization", "zero_fraction",
 ]  # fmt: skip
 
 
@@ -245,4 +246,39 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=
     )[0]
 
 
+def local_response_normalization(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5,  # noqa: A002
+                                 name=None):  # fmt: skip
+    """`x / (bias + alpha * sum(x[..., d - r : d + r + 1] ** 2)) ** beta` over the last axis
+    (NHWC channels), r = `depth_radius`."""
+    r = int(depth_radius)
+
+    def lower(ctx, x):
+        c = x.shape[-1]
+        padded = kops.pad(kops.square(x), [(0, 0)] * (x.ndim - 1) + [(r, r)])
+        window = padded[..., 0:c]
+        for i in range(1, 2 * r + 1):
+            window = window + padded[..., i : i + c]
+        return x / kops.power(bias + alpha * window, beta)
+
+    return _op("LRN", "LRN", [input], lower, name)[0]
+
+
+lrn = local_response_normalization
+
+
+def zero_fraction(value, name=None):
+    """The fraction of `value`'s elements that are zero (float32)."""
+
+    def lower(ctx, x):
+        return kops.mean(kops.cast(kops.equal(x, 0), "float32"))
+
+    return _op("ZeroFraction", "zero_fraction", [value], lower, name)[0]
+
+
 __all__ += ["sigmoid", "tanh"]
+
+# The recurrent cells and loops (rnn_cell.py, rnn.py).
+from keratron.compat.v1 import rnn_cell  # noqa: E402
+from keratron.compat.v1.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn  # noqa: E402
+
+__all__ += ["rnn_cell", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn"]
