@@ -1,5 +1,6 @@
 # ruff: noqa: E501, F403, F405
-"""One TF1 program over tf.layers, tf.losses and tf.metrics, run by
+"""One TF1 program over tf.layers, tf.losses, tf.metrics, tf.nn.lrn and
+tf.train.ExponentialMovingAverage, run by
 tests/compat/test_v1_layers_losses_metrics.py under keratron and recorded under TensorFlow:
 
     TF_USE_LEGACY_KERAS=1 KERAS_BACKEND=tensorflow python tests/compat/tf1_layers_losses_metrics_program.py tf \
@@ -229,6 +230,32 @@ def run(tf):
             }
             s.run(tf.local_variables_initializer())
             out["metric_reset"] = float(s.run(ms["accuracy"][0]))
+    # ---------------------------------------------------------------- lrn, zero_fraction, EMA
+    g = tf.Graph()
+    with g.as_default():
+        img = tf.constant(IMG)
+        four = tf.concat([img, img * 0.5 + 0.25], axis=3)
+        norm = tf.nn.lrn(four, 1, bias=1.0, alpha=0.3, beta=0.75)
+        norm_grad = tf.gradients(tf.reduce_sum(norm * np.concatenate([IMG, -IMG], 3)), img)[0]
+        zf = tf.nn.zero_fraction(tf.nn.relu(img))
+        v = tf.Variable([1.0, 2.0], name="v")
+        t = tf.reduce_sum(v * 3.0, name="t")
+        step = tf.Variable(0, trainable=False, name="step")
+        ema = tf.train.ExponentialMovingAverage(0.9, num_updates=step, name="avg")
+        with tf.control_dependencies([tf.assign_add(v, [1.0, -1.0]), tf.assign_add(step, 1)]):
+            update = ema.apply([v, t])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            out["lrn"] = s.run(norm)[0, :2].tolist()
+            out["lrn_grad"] = s.run(norm_grad)[1, 3].tolist()
+            out["zero_fraction"] = float(s.run(zf))
+            for _ in range(3):
+                s.run(update)
+            out["ema"] = [s.run(ema.average(v)).tolist(), float(s.run(ema.average(t)))]
+            out["ema_names"] = [ema.average(v).name, ema.average(t).name, ema.average_name(v)]
+            out["ema_vars"] = sorted(
+                x.name for x in tf.get_collection(tf.GraphKeys.MOVING_AVERAGE_VARIABLES)
+            )
     return out
 
 

@@ -77,6 +77,7 @@ from keratron.compat.v1.framework import (
     reset_default_graph,
 )
 from keratron.compat.v1.gradients import gradients, stop_gradient
+from keratron.compat.v1.image_ops import random_crop
 from keratron.compat.v1.math_ops import (
     abs,
     add,
@@ -215,6 +216,14 @@ from keratron.compat.v1.dtypes import (  # noqa: E402
 float_ = float32
 double = float64
 half = float16
+
+
+def device(device_name_or_function):
+    """`tf.device(...)`: accepted and ignored; keratron places values on its own device
+    (`keratron.device` / KERATRON_DEVICE), not per op."""
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 class _Namespace:

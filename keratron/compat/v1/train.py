@@ -21,6 +21,7 @@ from keratron.compat.v1.framework import (
     op_scope,
 )
 from keratron.compat.v1.gradients import gradients
+from keratron.compat.v1.moving_averages import ExponentialMovingAverage
 from keratron.compat.v1.queues import (
     Coordinator,
     QueueRunner,
@@ -78,6 +79,7 @@ __all__ = [
     "shuffle_batch",
     "start_queue_runners",
     "string_input_producer",
+    "ExponentialMovingAverage",
 ]
 
 
