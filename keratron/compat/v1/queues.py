@@ -158,6 +158,12 @@ def _evaluate(session, tensors) -> list:
         _host.values = saved
 
 
+def _lock_for(session, key) -> threading.Lock:
+    state = _session_state(session)
+    with state["lock"]:
+        return state.setdefault(("lock", key), threading.Lock())
+
+
 # ---------------------------------------------------------------------------- queues
 class _QueueState:
     def __init__(self, queue):
@@ -309,7 +315,9 @@ class QueueBase:
                 )
 
         def host(session):
-            values = _evaluate(session, comps)
+            # The runner threads of one enqueue op share its compiled plan: one at a time.
+            with _lock_for(session, op):
+                values = _evaluate(session, comps)
             if many:
                 n = len(values[0])
                 elements = [tuple(v[i] for v in values) for i in range(n)]
@@ -320,7 +328,8 @@ class QueueBase:
             return {}
 
         with op_scope(name, "EnqueueMany" if many else "enqueue") as scope:
-            return _host_op("QueueEnqueueV2", scope, [], [], host)
+            op = _host_op("QueueEnqueueV2", scope, [], [], host)
+        return op
 
     def enqueue(self, vals, name=None):
         """An op that puts one element (a tensor or a list of tensors) in the queue, waiting
@@ -456,6 +465,10 @@ class ReaderBase:
         state = _session_state(session)
         with state["lock"]:
             mine = state.setdefault(self, {"it": None, "produced": 0})
+        with _lock_for(session, self):
+            return self._next_locked(session, queue, mine)
+
+    def _next_locked(self, session, queue, mine):
         while True:
             if mine["it"] is None:
                 name = queue._state(session).take(session, 1, False)[0][0]
