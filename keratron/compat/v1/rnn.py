@@ -1,0 +1,237 @@
+"""`tf.nn.dynamic_rnn`, `tf.nn.bidirectional_dynamic_rnn` and `tf.nn.static_rnn`.
+
+TF builds `dynamic_rnn` as a `while_loop`; here it is one op whose lowering unrolls the cell's
+keratron step over the time steps of the value it is given (so the number of steps may differ
+from run to run, and gradients flow through every step by the usual VJP rules). Past an
+example's `sequence_length` its outputs are zeros and its state is carried unchanged, as in TF.
+"""
+
+from __future__ import annotations
+
+from keratron import ops as kops
+from keratron import tree
+from keratron.compat.v1 import array_ops
+from keratron.compat.v1 import variables as vs
+from keratron.compat.v1.framework import as_dtype, convert_to_tensor, make_op, op_scope
+from keratron.compat.v1.rnn_cell import _depth, lowerable
+
+__all__ = ["dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn"]
+
+
+def _check_cell(cell, who):
+    if not hasattr(cell, "state_size") or not callable(cell):
+        raise TypeError(f"{who}: cell must be an RNNCell. Received: {cell!r}")
+
+
+def _check_state_dtype(initial_state, dtype, who):
+    if initial_state is None and dtype is None:
+        raise ValueError(f"{who}: if there is no initial_state, you must give a dtype.")
+
+
+def _reverse(v, lens):
+    """`v` [time, batch, ...] with each example's first `lens[b]` steps reversed (all of
+    them when `lens` is None): TF's `reverse_sequence`."""
+    if lens is None:
+        return kops.flip(v, axis=0)
+    t = kops.reshape(kops.arange(v.shape[0], dtype="int32"), (-1, 1))
+    n = kops.reshape(kops.cast(lens, "int32"), (1, -1))
+    idx = kops.where(t < n, n - 1 - t, t)
+    idx = kops.reshape(idx, tuple(idx.shape) + (1,) * (v.ndim - 2))
+    return kops.take_along_axis(v, kops.broadcast_to(idx, tuple(v.shape)), axis=0)
+
+
+def _zeros(cell, batch, dtype):
+    return [kops.zeros((batch, s), dtype=dtype) for s in tree.flatten(cell.state_size)]
+
+
+def _unrolled(cell, x, sequence_length, initial_state, dtype, time_major, reverse):
+    """One op running `cell` over all time steps of `x`; returns (outputs, final state)."""
+    has_len = sequence_length is not None
+    flat_init = [] if initial_state is None else tree.flatten(initial_state)
+    flat_init = [convert_to_tensor(s) for s in flat_init]
+    n_state = len(tree.flatten(cell.state_size))
+    if flat_init and len(flat_init) != n_state:
+        raise ValueError(
+            f"dynamic_rnn: initial_state must have the structure of the cell's state_size "
+            f"{cell.state_size}. Received: {initial_state}"
+        )
+    dt = as_dtype(dtype) if dtype is not None else (flat_init[0].dtype if flat_init else x.dtype)
+    params = cell._params()
+    ins = [x]
+    if has_len:
+        ins.append(convert_to_tensor(sequence_length))
+    ins += flat_init + params
+
+    def lower(ctx, xv, *rest):
+        rest = list(rest)
+        lens = rest.pop(0) if has_len else None
+        if not time_major:
+            xv = kops.swapaxes(xv, 0, 1)
+        state = rest[: len(flat_init)] or _zeros(cell, xv.shape[1], dt.name)
+        weights = rest[len(flat_init) :]
+        if reverse:
+            xv = _reverse(xv, lens)
+        live = None
+        outs = []
+        for t, xt in enumerate(kops.unstack(xv, axis=0)):
+            out, new = cell._kstep(xt, state, weights)
+            if lens is not None:
+                live = kops.reshape(kops.less(t, lens), (-1, 1))
+                out = kops.where(live, out, kops.zeros_like(out))
+                new = [kops.where(live, a, b) for a, b in zip(new, state)]
+            outs.append(out)
+            state = new
+        y = kops.stack(outs, axis=0)
+        if reverse:
+            y = _reverse(y, lens)
+        if not time_major:
+            y = kops.swapaxes(y, 0, 1)
+        return (y, *state)
+
+    dims = x.shape.dims
+    batch = dims[1] if time_major else dims[0]
+    out_size = tree.flatten(cell.output_size)[0]
+    specs = [(dims[:2] + [out_size], dt)]
+    specs += [((batch, s), dt) for s in tree.flatten(cell.state_size)]
+    with op_scope(None, "while") as name:
+        op = make_op("DynamicRNN", name, ins, lower, out_specs=specs)
+    return op.outputs[0], tree.pack_sequence_as(cell.state_size, list(op.outputs[1:]))
+
+
+def _graph_unrolled(cell, x, sequence_length, initial_state, dtype, time_major, reverse):
+    """`dynamic_rnn` for a cell defined by its own graph-level `call`: unrolled in the graph
+    (the number of time steps must be known when the graph is built)."""
+    steps = x.shape.dims[0 if time_major else 1]
+    if steps is None:
+        raise ValueError(
+            "dynamic_rnn: a cell defined by its own call() needs a time dimension known when "
+            f"the graph is built. Received: inputs with shape {x.shape}"
+        )
+    xs = array_ops.unstack(x, num=steps, axis=0 if time_major else 1)
+    if reverse:
+        xs = xs[::-1]
+        if sequence_length is not None:
+            raise ValueError(
+                "bidirectional_dynamic_rnn: sequence_length with a cell defined by its own "
+                "call() is not supported."
+            )
+    outs, state = static_rnn(
+        cell, xs, initial_state, dtype, sequence_length, vs.get_variable_scope()
+    )
+    if reverse:
+        outs = outs[::-1]
+    return array_ops.stack(outs, axis=0 if time_major else 1), state
+
+
+def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
+                parallel_iterations=None, swap_memory=False, time_major=False,
+                scope=None):  # fmt: skip
+    """Runs `cell` over `inputs` [batch, time, depth] (or [time, batch, depth] if
+    `time_major`); returns `(outputs, final_state)`.
+
+    Variables are created under `scope` ("rnn"), so a BasicLSTMCell's are
+    `rnn/basic_lstm_cell/kernel` and `rnn/basic_lstm_cell/bias`.
+
+    Args:
+        cell: an RNNCell.
+        inputs: a float tensor of rank 3 whose depth is known.
+        sequence_length: int [batch]: steps past it give zero outputs and keep the state.
+        initial_state: a state of the cell's structure; zeros of `dtype` if None.
+        dtype: the state's dtype when `initial_state` is None.
+        time_major: whether time is the first axis of `inputs` and `outputs`.
+        scope: the variable scope (a name or a VariableScope).
+
+    Raises:
+        ValueError: `inputs` is not of rank 3 with a known depth, or neither `initial_state`
+            nor `dtype` is given.
+
+    Example:
+        >>> x = tf.placeholder(tf.float32, [None, 5, 3])
+        >>> out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)
+        >>> out.shape.as_list()
+        [None, 5, 4]
+    """
+    return _dynamic(cell, inputs, sequence_length, initial_state, dtype, time_major, scope,
+                    reverse=False, who="dynamic_rnn")  # fmt: skip
+
+
+def _dynamic(cell, inputs, sequence_length, initial_state, dtype, time_major, scope, reverse, who):
+    _check_cell(cell, who)
+    _check_state_dtype(initial_state, dtype, who)
+    if isinstance(inputs, (list, tuple)):
+        raise TypeError(f"{who}: nested inputs are not supported; give one tensor.")
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims != 3:
+        raise ValueError(
+            f"{who}: inputs must have rank 3 ([batch, time, depth]). Received: shape {x.shape}"
+        )
+    with vs.variable_scope(scope if scope is not None else "rnn"):
+        cell._build(_depth(x, who))
+        run = _unrolled if lowerable(cell) else _graph_unrolled
+        return run(cell, x, sequence_length, initial_state, dtype, time_major, reverse)
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory=False, time_major=False,
+                              scope=None):  # fmt: skip
+    """A forward and a backward `dynamic_rnn` over `inputs` (the backward one over each
+    example's first `sequence_length` steps reversed); returns
+    `((output_fw, output_bw), (state_fw, state_bw))`, variables under
+    `bidirectional_rnn/fw/` and `bidirectional_rnn/bw/`."""
+    who = "bidirectional_dynamic_rnn"
+    with vs.variable_scope(scope if scope is not None else "bidirectional_rnn"):
+        with vs.variable_scope("fw") as fw_scope:
+            out_fw, st_fw = _dynamic(cell_fw, inputs, sequence_length, initial_state_fw, dtype,
+                                     time_major, fw_scope, False, who)  # fmt: skip
+        with vs.variable_scope("bw") as bw_scope:
+            out_bw, st_bw = _dynamic(cell_bw, inputs, sequence_length, initial_state_bw, dtype,
+                                     time_major, bw_scope, True, who)  # fmt: skip
+    return (out_fw, out_bw), (st_fw, st_bw)
+
+
+def _select(t, lens, out, new, old):
+    """Step `t` under `sequence_length`: zero output and the old state where t >= lens."""
+    n = len(new)
+
+    def lower(ctx, lv, o, *states):
+        live = kops.reshape(kops.less(t, lv), (-1, 1))
+        kept = [kops.where(live, a, b) for a, b in zip(states[:n], states[n:])]
+        return (kops.where(live, o, kops.zeros_like(o)), *kept)
+
+    with op_scope(None, "select") as name:
+        specs = [(o.shape, o.dtype) for o in [out, *new]]
+        op = make_op("Select", name, [lens, out, *new, *old], lower, out_specs=specs)
+    return op.outputs[0], list(op.outputs[1:])
+
+
+def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+    """`cell` applied to each of the list `inputs` in turn (one op per step); returns
+    `(outputs, final_state)`, variables as `dynamic_rnn` names them.
+
+    Example:
+        >>> xs = [tf.placeholder(tf.float32, [2, 3]) for _ in range(4)]
+        >>> outs, state = tf.nn.static_rnn(tf.nn.rnn_cell.BasicRNNCell(5), xs, dtype=tf.float32)
+        >>> len(outs)
+        4
+    """
+    _check_cell(cell, "static_rnn")
+    _check_state_dtype(initial_state, dtype, "static_rnn")
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError(f"static_rnn: inputs must be a non-empty list. Received: {inputs!r}")
+    xs = [convert_to_tensor(x) for x in inputs]
+    with vs.variable_scope(scope if scope is not None else "rnn"):
+        state = initial_state
+        if state is None:
+            b = xs[0].shape.dims[0] if xs[0].shape.dims else None
+            state = cell.zero_state(b if b is not None else array_ops.shape(xs[0])[0], dtype)
+        lens = None if sequence_length is None else convert_to_tensor(sequence_length)
+        outputs = []
+        for t, x in enumerate(xs):
+            out, new = cell(x, state)
+            if lens is not None:
+                out, flat = _select(t, lens, out, tree.flatten(new), tree.flatten(state))
+                new = tree.pack_sequence_as(cell.state_size, flat)
+            outputs.append(out)
+            state = new
+    return outputs, state

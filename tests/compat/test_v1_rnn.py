@@ -1,0 +1,175 @@
+"""`tf.nn.rnn_cell` and the RNN loops (keratron.compat.v1) against TensorFlow.
+
+tf1_rnn_program.py builds each cell and loop with fixed weights and records variable names,
+outputs, final states and gradients; tf1_rnn_tf.json is what TensorFlow printed for it (the
+command is in the program's docstring). Here keratron runs the same program and must print the
+same.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import keratron.compat.v1 as tf
+from tests.compat import tf1_rnn_program as program
+
+HERE = os.path.dirname(__file__)
+with open(os.path.join(HERE, "tf1_rnn_tf.json")) as f:
+    TF_OUT = json.load(f)
+
+
+def _same(got, want, path):
+    if isinstance(want, dict):
+        assert sorted(got) == sorted(want), path
+        for k in want:
+            _same(got[k], want[k], f"{path}/{k}")
+    elif path.endswith(("/values", "/grads")):
+        assert len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(
+                np.asarray(g, float), np.asarray(w, float), rtol=1e-5, atol=2e-6,
+                err_msg=f"{path}[{i}]",
+            )  # fmt: skip
+    else:
+        assert got == want, path
+
+
+@pytest.fixture(scope="module")
+def keratron_out():
+    return program.run(tf)
+
+
+@pytest.mark.parametrize("key", sorted(TF_OUT))
+def test_program_prints_what_tensorflow_printed(keratron_out, key):
+    _same(keratron_out[key], TF_OUT[key], key)
+
+
+@pytest.mark.interop
+@pytest.mark.slow
+def test_recorded_numbers_are_tensorflows():
+    # TensorFlow and triton must not share a process (both bundle LLVM): a subprocess runs it.
+    if importlib.util.find_spec("tensorflow") is None:
+        if os.environ.get("CI") == "true":
+            raise ImportError("tensorflow is not installed")
+        pytest.skip("tensorflow is not installed (the interop extra)")
+    env = dict(
+        os.environ, TF_USE_LEGACY_KERAS="1", KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3"
+    )
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, "tf1_rnn_program.py"), "tf"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    _same(json.loads(out.stdout), TF_OUT, "")
+
+
+@pytest.fixture
+def graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+def test_dynamic_rnn_runs_any_number_of_steps_and_matches_static_rnn(graph):
+    x = tf.placeholder(tf.float32, [2, None, 3])
+    cell = tf.nn.rnn_cell.GRUCell(4)
+    out, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    xs = tf.placeholder(tf.float32, [2, 5, 3])
+    outs, st = tf.nn.static_rnn(cell, tf.unstack(xs, axis=1), dtype=tf.float32)
+    assert len(tf.global_variables()) == 4  # static_rnn reuses the cell's variables
+    data = np.random.default_rng(0).normal(size=(2, 5, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        short = sess.run(out, {x: data[:, :2]})
+        full, final, souts, sfinal = sess.run([out, state, outs, st], {x: data, xs: data})
+    assert short.shape == (2, 2, 4) and full.shape == (2, 5, 4)
+    np.testing.assert_allclose(short, full[:, :2], rtol=1e-6)
+    np.testing.assert_allclose(np.stack(souts, 1), full, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sfinal, final, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(final, full[:, -1], rtol=1e-6)
+
+
+def test_dropout_wrapper_drops_outputs_with_a_fed_keep_prob(graph):
+    keep = tf.placeholder_with_default(1.0, [])
+    cell = tf.nn.rnn_cell.DropoutWrapper(
+        tf.nn.rnn_cell.BasicRNNCell(400, activation=tf.nn.relu), output_keep_prob=keep, seed=1
+    )
+    x = tf.placeholder(tf.float32, [8, 3, 2])
+    out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32, initial_state=tf.ones([8, 400]) * 0.0)
+    data = np.ones((8, 3, 2), np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.global_variables()[1].load(np.full(400, 0.5, np.float32), sess)
+        kept = sess.run(out, {x: data})
+        dropped = sess.run(out, {x: data, keep: 0.6})
+    live = kept > 0
+    assert live.mean() > 0.5
+    zero_fraction = (dropped[live] == 0).mean()
+    assert abs(zero_fraction - 0.4) < 0.02
+    np.testing.assert_allclose(dropped[dropped > 0], kept[dropped > 0] / 0.6, rtol=1e-5)
+
+
+class MinimalCell(tf.nn.rnn_cell.RNNCell):
+    """A user's cell defined the TF way (graph ops in call)."""
+
+    @property
+    def state_size(self):
+        return 2
+
+    @property
+    def output_size(self):
+        return 2
+
+    def call(self, inputs, state):
+        w = tf.get_variable("w", [3, 2], initializer=tf.ones_initializer())
+        new = tf.tanh(tf.matmul(inputs, w) + state)
+        return new, new
+
+
+def test_a_cell_defined_by_its_call_runs_in_dynamic_rnn(graph):
+    x = tf.placeholder(tf.float32, [1, 2, 3])
+    out, state = tf.nn.dynamic_rnn(MinimalCell(), x, dtype=tf.float32)
+    assert [v.name for v in tf.global_variables()] == ["rnn/minimal_cell/w:0"]
+    data = np.array([[[0.1, 0.2, 0.3], [0.0, -0.5, 0.2]]], np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(out, {x: data})
+    h1 = np.tanh(np.full(2, 0.6))
+    h2 = np.tanh(np.full(2, -0.3) + h1)
+    np.testing.assert_allclose(got[0], [h1, h2], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "build,match",
+    [
+        (lambda x: tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(2), x), "dtype"),
+        (lambda x: tf.nn.rnn_cell.BasicLSTMCell(0), "num_units"),
+        (lambda x: tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(2), x[0], dtype=tf.float32), "rank"),
+        (
+            lambda x: tf.nn.dynamic_rnn(
+                tf.nn.rnn_cell.GRUCell(2),
+                tf.placeholder(tf.float32, [1, 2, None]),
+                dtype=tf.float32,
+            ),
+            "last dimension",
+        ),
+        (lambda x: tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.GRUCell(2), 1.5), "keep_prob"),
+        (
+            lambda x: tf.nn.rnn_cell.DropoutWrapper(
+                tf.nn.rnn_cell.GRUCell(2), variational_recurrent=True
+            ),
+            "variational",
+        ),
+        (lambda x: tf.nn.rnn_cell.MultiRNNCell([]), "at least one"),
+        (lambda x: tf.nn.rnn_cell.MultiRNNCell([MinimalCell()]), "own call"),
+        (lambda x: tf.nn.static_rnn(tf.nn.rnn_cell.GRUCell(2), x, dtype=tf.float32), "list"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(graph, build, match):
+    x = tf.placeholder(tf.float32, [2, 3, 4])
+    with pytest.raises((ValueError, TypeError), match=match):
+        build(x)
