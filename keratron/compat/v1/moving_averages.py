@@ -7,7 +7,7 @@ Example:
     >>> update = ema.apply([v])
     >>> with tf.Session() as sess:
     ...     sess.run(tf.global_variables_initializer())
-    ...     sess.run(tf.assign(v, 20.0))
+    ...     _ = sess.run(tf.assign(v, 20.0))
     ...     sess.run(update)
     ...     print(sess.run(ema.average(v)))
     15.0
