@@ -19,6 +19,7 @@ import numpy as np
 
 from keratron import backend, layers
 from keratron.applications import imagenet_utils
+from keratron.layers.node import KerasTensor
 from keratron.layers.residual_branch import LayerScale, StochasticDepth
 from keratron.models import Model, Sequential
 
@@ -177,7 +178,7 @@ def _convnext(
         imagenet_utils.validate_activation(classifier_activation, weights)
 
     img_input = imagenet_utils.model_input(input_tensor, input_shape)
-    if input_tensor is not None:
+    if isinstance(input_tensor, KerasTensor):
         inputs = imagenet_utils.source_inputs(input_tensor)[0]
         x = input_tensor
     else:
