@@ -282,3 +282,15 @@ from keratron.compat.v1 import rnn_cell  # noqa: E402
 from keratron.compat.v1.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn  # noqa: E402
 
 __all__ += ["rnn_cell", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn"]
+
+from keratron.compat.v1.candidate_sampling import (  # noqa: E402
+    log_uniform_candidate_sampler,
+    nce_loss,
+    sampled_softmax_loss,
+    uniform_candidate_sampler,
+)
+
+__all__ += [
+    "log_uniform_candidate_sampler", "nce_loss", "sampled_softmax_loss",
+    "uniform_candidate_sampler",
+]  # fmt: skip

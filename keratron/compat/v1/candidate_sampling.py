@@ -1,0 +1,289 @@
+"""Candidate sampling: `tf.nn.nce_loss`, `tf.nn.sampled_softmax_loss` and the log-uniform
+(Zipfian) and uniform candidate samplers, with TF's semantics.
+
+A sampler draws on the host, before the compiled step (as TF's sampler kernels run on the
+CPU): its candidates and number of tries are fed into the step, where the expected counts are
+computed from them. A session's draws follow the graph and op seeds as TF's do (a fixed stream
+per session when either is set), but not TF's bits.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from keratron import ops as kops
+from keratron.compat.v1.framework import (
+    as_dtype,
+    convert_to_tensor,
+    get_default_graph,
+    make_op,
+    op_scope,
+)
+
+__all__ = [
+    "log_uniform_candidate_sampler",
+    "uniform_candidate_sampler",
+    "nce_loss",
+    "sampled_softmax_loss",
+]
+
+_FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+def _seed_sequence(op_seed):
+    """TF's rule: a graph or op seed fixes the stream (per session); neither, a fresh one."""
+    g = get_default_graph()
+    if g.seed is None and op_seed is None:
+        return None
+    graph_seed = g.seed if g.seed is not None else 87654321
+    op_seed = op_seed if op_seed is not None else g._next_uid()
+    return (int(graph_seed), int(op_seed))
+
+
+def _draw(rng, sample_one_chunk, num_sampled, unique, range_max):
+    """`num_sampled` candidates (distinct if `unique`, in the order first drawn) and the
+    number of draws it took."""
+    if not unique:
+        return sample_one_chunk(rng, num_sampled), num_sampled
+    values = np.empty(0, np.int64)
+    while True:
+        values = np.concatenate([values, sample_one_chunk(rng, max(2 * num_sampled, 16))])
+        uniq, first = np.unique(values, return_index=True)
+        if len(uniq) >= num_sampled:
+            order = np.sort(first)[:num_sampled]
+            return values[order], int(order[-1]) + 1
+
+
+def _candidate_sampler(kind, true_classes, num_true, num_sampled, unique, range_max, seed, name,
+                       sample_one_chunk, prob):  # fmt: skip
+    who = f"{kind}_candidate_sampler"
+    num_true, num_sampled, range_max = int(num_true), int(num_sampled), int(range_max)
+    if num_sampled < 1 or range_max < 1 or num_true < 1:
+        raise ValueError(
+            f"{who}: num_true, num_sampled and range_max must be positive. Received: "
+            f"num_true={num_true}, num_sampled={num_sampled}, range_max={range_max}"
+        )
+    if unique and num_sampled > range_max:
+        raise ValueError(
+            f"{who}: with unique=True, num_sampled must be at most range_max. Received: "
+            f"num_sampled={num_sampled}, range_max={range_max}"
+        )
+    seeds = _seed_sequence(seed)
+    rngs = weakref.WeakKeyDictionary()  # one stream per session, as TF's op state
+
+    with op_scope(name, kind.title().replace("_", "") + "CandidateSampler") as scope:
+        tc = convert_to_tensor(true_classes, name="true_classes")
+        if tc.dtype != as_dtype("int64"):
+            raise TypeError(f"{who}: true_classes must be int64. Received: dtype {tc.dtype.name}")
+        draw_op = make_op(
+            "CandidateDraw", scope + "/draw", [], lambda ctx: None,
+            out_specs=[((num_sampled,), "int64"), ((), "int32")],
+        )  # fmt: skip
+
+        def host(session):
+            rng = rngs.get(session)
+            if rng is None:
+                rng = rngs[session] = np.random.default_rng(seeds)
+            values, tries = _draw(rng, sample_one_chunk, num_sampled, unique, range_max)
+            return {draw_op.outputs[0]: values, draw_op.outputs[1]: np.int32(tries)}
+
+        draw_op._attrs["host_fn"] = host
+        sampled, tries = draw_op.outputs
+
+        def expected(ctx, classes, n_tries):
+            # TF's ExpectedCountHelper: num_sampled * p when every draw was kept, else
+            # 1 - (1 - p) ** tries.
+            p = prob(kops.cast(classes, "float64"))
+            t = kops.cast(n_tries, "float64")
+            counts = kops.where(t == num_sampled, p * num_sampled, -kops.expm1(t * kops.log1p(-p)))
+            return kops.cast(counts, "float32")
+
+        true_exp = make_op("ExpectedCount", scope + "/true_expected_count", [tc, tries],
+                           expected, out_specs=[(tc.shape, "float32")]).outputs[0]  # fmt: skip
+        sampled_exp = make_op("ExpectedCount", scope + "/sampled_expected_count",
+                              [sampled, tries], expected,
+                              out_specs=[((num_sampled,), "float32")]).outputs[0]  # fmt: skip
+    return sampled, true_exp, sampled_exp
+
+
+def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
+                                  seed=None, name=None):  # fmt: skip
+    """Samples classes from TF's log-uniform (Zipfian) distribution over [0, range_max):
+    `P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1)`.
+
+    Args:
+        true_classes: int64 [batch, num_true], the targets (only their expected counts are
+            computed).
+        num_true: the number of targets per example.
+        num_sampled: the number of classes to draw.
+        unique: draw without repetition (then a class's expected count is
+            `1 - (1 - P(c)) ** num_tries`, else `num_sampled * P(c)`).
+        range_max: the number of classes.
+        seed: the op seed.
+
+    Returns:
+        `(sampled_candidates int64 [num_sampled], true_expected_count float32 [batch,
+        num_true], sampled_expected_count float32 [num_sampled])`.
+
+    Example:
+        >>> labels = tf.constant([[3]], tf.int64)
+        >>> s, t, e = tf.nn.log_uniform_candidate_sampler(labels, 1, 5, True, 100)
+    """
+    log_range = math.log(int(range_max) + 1)
+
+    def chunk(rng, n):
+        # TF's LogUniformSampler: floor(exp(u * log(range + 1))) - 1, modulo range.
+        return (np.exp(rng.random(n) * log_range).astype(np.int64) - 1) % int(range_max)
+
+    def prob(c):
+        return kops.log((c + 2.0) / (c + 1.0)) / log_range
+
+    return _candidate_sampler("log_uniform", true_classes, num_true, num_sampled, unique,
+                              range_max, seed, name, chunk, prob)  # fmt: skip
+
+
+def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None,
+                              name=None):  # fmt: skip
+    """Samples classes uniformly from [0, range_max); returns what
+    `log_uniform_candidate_sampler` returns."""
+
+    def chunk(rng, n):
+        return rng.integers(0, int(range_max), size=n, dtype=np.int64)
+
+    def prob(c):
+        return kops.zeros_like(c) + 1.0 / int(range_max)
+
+    return _candidate_sampler("uniform", true_classes, num_true, num_sampled, unique, range_max,
+                              seed, name, chunk, prob)  # fmt: skip
+
+
+def _single(params, who, what):
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise ValueError(
+                f"{who}: {what} sharded over {len(params)} variables is not supported; give "
+                "one tensor."
+            )
+        params = params[0]
+    return params
+
+
+def _sampled_logits(who, weights, biases, labels, inputs, num_sampled, num_classes, num_true,
+                    sampled_values, remove_accidental_hits, seed):  # fmt: skip
+    """TF's `_compute_sampled_logits`: the graph inputs and a function from their values to
+    (logits [batch, num_true + num_sampled], labels of the same shape)."""
+    num_true = int(num_true)
+    w = convert_to_tensor(_single(weights, who, "weights"))
+    b = convert_to_tensor(_single(biases, who, "biases"))
+    x = convert_to_tensor(inputs)
+    lab = convert_to_tensor(labels)
+    if lab.dtype != as_dtype("int64"):
+        from keratron.compat.v1 import math_ops
+
+        lab = math_ops.cast(lab, "int64")
+    if lab.shape.ndims is not None and lab.shape.ndims != 2:
+        raise ValueError(
+            f"{who}: labels must be [batch_size, num_true]. Received: shape {lab.shape}"
+        )
+    if sampled_values is None:
+        sampled_values = log_uniform_candidate_sampler(
+            lab, num_true, num_sampled, True, num_classes, seed=seed
+        )
+    if len(sampled_values) != 3:
+        raise ValueError(
+            f"{who}: sampled_values must be (sampled_candidates, true_expected_count, "
+            f"sampled_expected_count). Received: {sampled_values}"
+        )
+    sv = [convert_to_tensor(v) for v in sampled_values]
+
+    def compute(wv, bv, lv, xv, sampled, true_exp, sampled_exp):
+        sampled, true_exp, sampled_exp = (kops.stop_gradient(v) for v in (sampled, true_exp,
+                                                                          sampled_exp))  # fmt: skip
+        sampled = kops.cast(sampled, "int64")
+        lv = kops.reshape(lv, (-1, num_true))
+        true_w = kops.take(wv, lv, axis=0)  # [batch, num_true, dim]
+        true_logits = kops.sum(kops.expand_dims(xv, 1) * true_w, axis=-1) + kops.take(bv, lv)
+        sampled_logits = kops.matmul(xv, kops.transpose(kops.take(wv, sampled, axis=0)))
+        sampled_logits = sampled_logits + kops.take(bv, sampled)
+        if remove_accidental_hits:
+            hit = kops.any(
+                kops.equal(kops.expand_dims(lv, -1), kops.reshape(sampled, (1, 1, -1))), axis=1
+            )
+            sampled_logits = sampled_logits + kops.where(hit, -_FLOAT_MAX, 0.0)
+        true_logits = true_logits - kops.log(kops.reshape(true_exp, (-1, num_true)))
+        sampled_logits = sampled_logits - kops.log(sampled_exp)
+        logits = kops.concatenate([true_logits, sampled_logits], axis=1)
+        out_labels = kops.concatenate(
+            [kops.ones_like(true_logits) / num_true, kops.zeros_like(sampled_logits)], axis=1
+        )
+        return logits, out_labels
+
+    return [w, b, lab, x, *sv], compute
+
+
+def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
+             sampled_values=None, remove_accidental_hits=False, partition_strategy="mod",
+             name="nce_loss"):  # fmt: skip
+    """Noise-contrastive estimation loss per example: sigmoid cross-entropies of the true
+    classes (label `1 / num_true`) and of `num_sampled` sampled classes (label 0), each logit
+    less the log of its expected count.
+
+    Args:
+        weights: [num_classes, dim] class embeddings.
+        biases: [num_classes].
+        labels: int [batch, num_true] target classes.
+        inputs: [batch, dim].
+        num_sampled: the number of negative classes drawn per batch.
+        num_classes: the number of classes.
+        num_true: targets per example.
+        sampled_values: `(sampled, true_expected_count, sampled_expected_count)` from a
+            candidate sampler; `log_uniform_candidate_sampler(unique=True)` if None.
+        remove_accidental_hits: give sampled classes equal to a target a logit of -FLT_MAX.
+
+    Returns:
+        float32 [batch]: each example's loss.
+
+    Example:
+        >>> loss = tf.reduce_mean(tf.nn.nce_loss(w, b, labels, embed, 64, vocabulary_size))
+    """
+    ins, compute = _sampled_logits("nce_loss", weights, biases, labels, inputs, num_sampled,
+                                   num_classes, num_true, sampled_values,
+                                   remove_accidental_hits, None)  # fmt: skip
+
+    def lower(ctx, *vals):
+        logits, z = compute(*vals)
+        # TF's sigmoid_cross_entropy_with_logits, written with where as TF writes it.
+        pos = logits >= 0
+        per = (kops.where(pos, logits, kops.zeros_like(logits)) - logits * z
+               + kops.log1p(kops.exp(kops.where(pos, -logits, logits))))  # fmt: skip
+        return kops.sum(per, axis=1)
+
+    with op_scope(name, "nce_loss") as scope:
+        return make_op("NceLoss", scope, ins, lower, dtype="float32").outputs[0]
+
+
+def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
+                         sampled_values=None, remove_accidental_hits=True,
+                         partition_strategy="mod", name="sampled_softmax_loss",
+                         seed=None):  # fmt: skip
+    """Softmax cross-entropy over the true classes and `num_sampled` sampled ones, each logit
+    less the log of its expected count (sampled classes equal to a target removed by default).
+
+    Args: as `nce_loss`, and `seed` for the default sampler.
+
+    Returns:
+        float32 [batch]: each example's loss.
+    """
+    ins, compute = _sampled_logits("sampled_softmax_loss", weights, biases, labels, inputs,
+                                   num_sampled, num_classes, num_true, sampled_values,
+                                   remove_accidental_hits, seed)  # fmt: skip
+
+    def lower(ctx, *vals):
+        logits, z = compute(*vals)
+        return -kops.sum(kops.stop_gradient(z) * kops.log_softmax(logits, axis=1), axis=1)
+
+    with op_scope(name, "sampled_softmax_loss") as scope:
+        return make_op("SampledSoftmaxLoss", scope, ins, lower, dtype="float32").outputs[0]
