@@ -246,4 +246,13 @@ initializers = _Namespace(
 random = _Namespace(
     normal=random_normal, uniform=random_uniform, truncated_normal=truncated_normal,
     set_random_seed=set_random_seed,
+    log_uniform_candidate_sampler=nn.log_uniform_candidate_sampler,
+    uniform_candidate_sampler=nn.uniform_candidate_sampler,
+)  # fmt: skip
+# TF1's `tf.contrib.rnn` names for the cells and loops.
+contrib = _Namespace(
+    rnn=_Namespace(
+        **{n: getattr(nn.rnn_cell, n) for n in nn.rnn_cell.__all__},
+        static_rnn=nn.static_rnn,
+    ),
 )  # fmt: skip
