@@ -11,7 +11,7 @@ import math
 import torch
 
 from keratron import config
-from keratron.autodiff import passes
+from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.ops._core import (
     Primitive,
@@ -692,6 +692,24 @@ relu6_grad_p = Primitive(
     lambda gg, g, x, out: (relu6_grad_p.bind(gg, x), None),
     fresh=True,
 )
+
+
+@memory_plan.keeps_output(relu_grad_p)
+def _relu_grad_into(buffers, out_avals, g, x):
+    if g.shape != x.shape or not g.is_contiguous() or not x.is_contiguous():
+        return None
+    out = memory_plan.buffer(buffers, "out", out_avals[0])
+    return torch.ops.aten.threshold_backward.grad_input(g, x, 0, grad_input=out)
+
+
+@memory_plan.keeps_output(relu6_grad_p)
+def _relu6_grad_into(buffers, out_avals, g, x):
+    if g.shape != x.shape or not g.is_contiguous() or not x.is_contiguous():
+        return None
+    out = memory_plan.buffer(buffers, "out", out_avals[0])
+    return torch.ops.aten.hardtanh_backward.grad_input(g, x, 0.0, 6.0, grad_input=out)
+
+
 relu_p = Primitive(
     "relu",
     torch.relu,
