@@ -21,6 +21,23 @@ from keratron.compat.v1.framework import (
     op_scope,
 )
 from keratron.compat.v1.gradients import gradients
+from keratron.compat.v1.monitored_session import (
+    CheckpointSaverHook,
+    LoggingTensorHook,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    Scaffold,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    SingularMonitoredSession,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
 from keratron.compat.v1.moving_averages import ExponentialMovingAverage
 from keratron.compat.v1.queues import (
     Coordinator,
@@ -80,6 +97,21 @@ __all__ = [
     "start_queue_runners",
     "string_input_producer",
     "ExponentialMovingAverage",
+    "CheckpointSaverHook",
+    "LoggingTensorHook",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "Scaffold",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
 ]
 
 
