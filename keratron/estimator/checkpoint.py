@@ -112,6 +112,14 @@ def _write_index(model_dir: str, latest: str, all_paths: list, timestamps: list)
             f.write("\n".join(lines) + "\n")
 
 
+def _dataset_names(paths: list) -> list:
+    """Each variable's dataset name: its path, or `<path>/:value` when the path is also the
+    group of another path ("v" beside "v/ExponentialMovingAverage")."""
+    groups = {p.rsplit("/", 1)[0] for p in paths if "/" in p}
+    prefixes = {g[:i] for g in groups for i in range(len(g) + 1) if i == len(g) or g[i] == "/"}
+    return [f"{p}/:value" if p in prefixes else p for p in paths]
+
+
 def save_checkpoint(model_dir, global_step: int, values: dict, keep_checkpoint_max=5) -> str:
     """Writes `values` (variable path -> numpy array) as checkpoint `model.ckpt-<step>`,
     makes it the latest in the index and deletes checkpoints beyond `keep_checkpoint_max`
@@ -125,8 +133,10 @@ def save_checkpoint(model_dir, global_step: int, values: dict, keep_checkpoint_m
             f.attrs["version"] = 1
             f.create_dataset("global_step", data=np.int64(global_step))
             variables = f.create_group("variables")
-            for path, value in values.items():
-                variables.create_dataset(path, data=np.asarray(value))
+            names = _dataset_names(list(values))
+            for name, value in zip(names, values.values()):
+                variables.create_dataset(name, data=np.asarray(value))
+            f.attrs["dataset_names"] = np.array(names, dtype=h5py.string_dtype())
             f.attrs["variable_paths"] = np.array(list(values), dtype=h5py.string_dtype())
     state = checkpoint_state(model_dir)
     previous = [] if state is None else state["all_model_checkpoint_paths"]
@@ -166,7 +176,12 @@ def read_checkpoint(prefix) -> tuple[dict, int]:
                 p.decode() if isinstance(p, bytes) else str(p) for p in f.attrs["variable_paths"]
             ]
             group = f["variables"]
-            values = {p: np.array(group[p]) for p in paths}
+            names = paths
+            if "dataset_names" in f.attrs:
+                names = [
+                    n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["dataset_names"]
+                ]
+            values = {p: np.array(group[n]) for p, n in zip(paths, names)}
             step = int(np.array(f["global_step"]))
     except (OSError, KeyError, ValueError) as e:
         raise ValueError(f"Estimator checkpoint '{path}' cannot be read: {e}") from None

@@ -180,3 +180,22 @@ def test_logging_tensor_hook_logs_every_n_iterations(graph, caplog):
                 sess.run(train)
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step = ")]
     assert len(logged) == 3
+
+
+def test_saver_keeps_a_variable_beside_its_moving_average(graph, tmp_path):
+    # "v" and "v/ExponentialMovingAverage": one name is the other's parent path.
+    v = tf.Variable([1.0, 2.0], name="v")
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    update = ema.apply([v])
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(v, [3.0, 6.0]))
+        sess.run(update)
+        path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=1)
+    names = dict(tf.train.list_variables(path))
+    assert names == {"v": [2], "v/ExponentialMovingAverage": [2]}
+    with tf.Session() as sess:
+        saver.restore(sess, path)
+        assert sess.run(v).tolist() == [3.0, 6.0]
+        assert sess.run(ema.average(v)).tolist() == [2.0, 4.0]
