@@ -4,14 +4,16 @@ distorted training input (a FixedLengthRecordReader over the binary batches, ran
 24x24, flip, brightness, contrast, per-image standardization, shuffle_batch on queue-runner
 threads) and `cifar10`'s model (conv1 / pool1 / norm1 / conv2 / norm2 / pool2 / local3 / local4
 / softmax_linear with weight decay), loss, and train op (exponential learning-rate decay, loss
-and variable moving averages), run for a few steps with a plain Session loop.
+and variable moving averages), trained by `cifar10_train`'s MonitoredTrainingSession loop with
+its StopAtStepHook, NanTensorHook and logging hook.
 
 Only the import line, the data (a synthetic data_batch_1.bin of 512 random 32x32x3 images in
 CIFAR-10's binary format, written to a temporary directory), a graph seed, the flags (a fixed
-namespace), the loop (a Session instead of MonitoredTrainingSession and its hooks), a smaller
-minimum queue and no `tf.summary.image` of the input batch differ from the original. It prints the number of trainable parameters (1,068,298) and the loss of
-each step; at step 0 the loss is the cross-entropy (about ln 10) plus the weight decay of
-local3 and local4 (about 2.38), near 4.68.
+namespace, 4 steps, temporary directories), no `config=tf.ConfigProto(...)`, a smaller minimum
+queue and no `tf.summary.image` of the input batch differ from the original. It prints the
+number of trainable parameters (1,068,298) and the loss of each step; at step 0 the loss is
+the cross-entropy (about ln 10) plus the weight decay of local3 and local4 (about 2.38), near
+4.68.
 """
 
 import argparse
@@ -19,13 +21,19 @@ import os
 import re
 import tempfile
 import time
+from datetime import datetime
 
 import numpy as np
 
 import keratron.compat.v1 as tf
 
 FLAGS = argparse.Namespace(
-    batch_size=128, data_dir=tempfile.mkdtemp(), use_fp16=False, max_steps=6, log_frequency=1
+    batch_size=128,
+    data_dir=tempfile.mkdtemp(),
+    train_dir=tempfile.mkdtemp(),
+    use_fp16=False,
+    max_steps=4,
+    log_frequency=1,
 )
 
 # ----------------------------------------------------------------------------- cifar10_input.py
@@ -271,34 +279,61 @@ def write_synthetic_batch(path, n=512, seed=0):
         f.write(np.concatenate([labels, images], axis=1).tobytes())
 
 
-def run_training():
+def train_cifar10():
+    """Train CIFAR-10 for a number of steps (cifar10_train.train)."""
     write_synthetic_batch(os.path.join(FLAGS.data_dir, "data_batch_1.bin"))
     with tf.Graph().as_default():
         tf.set_random_seed(0)
         global_step = tf.train.get_or_create_global_step()
-        images, labels = distorted_inputs(FLAGS.data_dir, FLAGS.batch_size)
+
+        # Force input pipeline to CPU:0 to avoid operations sometimes ending up on GPU and
+        # resulting in a slow down.
+        with tf.device("/cpu:0"):
+            images, labels = distorted_inputs(FLAGS.data_dir, FLAGS.batch_size)
+
         logits = inference(images)
-        total_loss = loss(logits, labels)
-        train_op = train(total_loss, global_step)
+        loss_op = loss(logits, labels)
+        train_op = train(loss_op, global_step)
         n_params = sum(int(np.prod(v.shape.as_list())) for v in tf.trainable_variables())
         print("trainable parameters: %d" % n_params)
 
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            coord = tf.train.Coordinator()
-            threads = tf.train.start_queue_runners(sess, coord)
-            for step in range(FLAGS.max_steps):
-                start_time = time.time()
-                _, loss_value = sess.run([train_op, total_loss])
-                duration = time.time() - start_time
-                if step % FLAGS.log_frequency == 0:
-                    examples_per_sec = FLAGS.batch_size / duration
+        class _LoggerHook(tf.train.SessionRunHook):
+            """Logs loss and runtime."""
+
+            def begin(self):
+                self._step = -1
+                self._start_time = time.time()
+
+            def before_run(self, run_context):
+                self._step += 1
+                return tf.train.SessionRunArgs(loss_op)  # Asks for loss value.
+
+            def after_run(self, run_context, run_values):
+                if self._step % FLAGS.log_frequency == 0:
+                    current_time = time.time()
+                    duration = current_time - self._start_time
+                    self._start_time = current_time
+
+                    loss_value = run_values.results
+                    examples_per_sec = FLAGS.log_frequency * FLAGS.batch_size / duration
+                    sec_per_batch = float(duration / FLAGS.log_frequency)
+
+                    format_str = "%s: step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)"
                     print(
-                        "step %d, loss = %.2f (%.1f examples/sec; %.3f sec/batch)"
-                        % (step, loss_value, examples_per_sec, duration)
+                        format_str
+                        % (datetime.now(), self._step, loss_value, examples_per_sec, sec_per_batch)
                     )
-            coord.request_stop()
-            coord.join(threads, stop_grace_period_secs=10)
+
+        with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=FLAGS.train_dir,
+            hooks=[
+                tf.train.StopAtStepHook(last_step=FLAGS.max_steps),
+                tf.train.NanTensorHook(loss_op),
+                _LoggerHook(),
+            ],
+        ) as mon_sess:
+            while not mon_sess.should_stop():
+                mon_sess.run(train_op)
 
 
-run_training()
+train_cifar10()

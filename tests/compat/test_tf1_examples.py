@@ -124,13 +124,16 @@ def test_fully_connected_feed_is_within_tolerance_of_tf():
 
 def test_cifar10_has_tfs_parameter_count_and_step0_loss():
     # TF 2.20's tf.compat.v1 prints for this program (import line changed; KERAS_BACKEND=
-    # tensorflow OMP_NUM_THREADS=1) "trainable parameters: 1068298" and the losses 4.68, 4.68,
-    # 4.69, 4.67, 4.67, 4.63 for steps 0-5. The parameter count is data-independent and compared
-    # exactly; the losses depend on the random initial weights and input distortions (drawn
-    # differently from TF's) and are compared within a tolerance.
+    # tensorflow OMP_NUM_THREADS=1; training_util.write_graph made a no-op, since its
+    # graph.pbtxt writer fails with this environment's protobuf) "trainable parameters:
+    # 1068298" and the losses 4.68, 4.69, 4.67, 4.67 for steps 0-3. The parameter count is
+    # data-independent and compared exactly; the losses depend on the random initial weights
+    # and input distortions (drawn differently from TF's) and are compared within a tolerance.
     out = _run("cifar10.py", OMP_NUM_THREADS="1").strip().splitlines()
     assert "trainable parameters: 1068298" in out
-    losses = _floats_after(out, "step ", r"loss = ([\d.]+)")
-    assert len(losses) == 6
+    losses = [
+        float(m.group(1)) for m in map(re.compile(r": step \d+, loss = ([\d.]+)").search, out) if m
+    ]
+    assert len(losses) == 4
     assert abs(losses[0] - 4.68) <= 0.03
-    assert all(abs(v - 4.67) <= 0.1 for v in losses)
+    assert all(abs(v - 4.68) <= 0.1 for v in losses)
