@@ -90,8 +90,14 @@ def _describe(graph):
 
 def _models(k):
     k.utils.set_random_seed(0)
+    # Every name explicit: auto-names depend on what else the process has built.
     inner = k.Sequential(
-        [k.Input((4,)), k.layers.Dense(3, activation="relu"), k.layers.Dense(2)], name="inner"
+        [
+            k.Input((4,), name="inner_in"),
+            k.layers.Dense(3, activation="relu", name="i1"),
+            k.layers.Dense(2, name="i2"),
+        ],
+        name="inner",
     )
     a = k.Input((4,), name="a")
     b = k.Input((2,), name="b")
@@ -101,7 +107,12 @@ def _models(k):
     y = k.layers.Concatenate(name="cat")([inner(h), frozen(b), b])
     functional = k.Model([a, b], k.layers.Dense(1, activation="sigmoid", name="out")(y), name="f")
     sequential = k.Sequential(
-        [k.Input((5,)), k.layers.Dense(3, name="s1"), k.layers.Dropout(0.1, name="s2")], name="s"
+        [
+            k.Input((5,), name="s_in"),
+            k.layers.Dense(3, name="s1"),
+            k.layers.Dropout(0.1, name="s2"),
+        ],
+        name="s",
     )
     return {"functional": functional, "sequential": sequential}
 
