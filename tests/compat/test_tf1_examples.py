@@ -137,3 +137,56 @@ def test_cifar10_has_tfs_parameter_count_and_step0_loss():
     assert len(losses) == 4
     assert abs(losses[0] - 4.68) <= 0.03
     assert all(abs(v - 4.68) <= 0.1 for v in losses)
+
+
+def test_word2vec_basic_learns_like_tf():
+    # The initial weights are set from numpy, but the negative samples draw differently from
+    # TF's, so the losses are compared within a tolerance. TF 2.20's tf.compat.v1 prints for
+    # this program (import line changed; TF_USE_LEGACY_KERAS=1 KERAS_BACKEND=tensorflow
+    # OMP_NUM_THREADS=1) the average losses 15.59 (step 0, one batch: it varies most with the
+    # samples), 4.01, 2.74, 2.66, 2.56, 2.57, 2.58 (steps 200..1200), and "Neighbours on the
+    # same topic: 28 of 32".
+    out = _run("word2vec_basic.py", OMP_NUM_THREADS="1").strip().splitlines()
+    losses = _floats_after(out, "Average loss", r": +([\d.]+)$")
+    tf_losses = [4.01, 2.74, 2.66, 2.56, 2.57, 2.58]
+    assert len(losses) == 7 and 8.0 < losses[0] < 30.0
+    assert max(abs(a - b) for a, b in zip(losses[1:], tf_losses)) < 0.15
+    same = int(re.search(r"same topic: (\d+) of 32", out[-1]).group(1))
+    assert same >= 25
+    assert sum(ln.startswith("Nearest to ") for ln in out) == 8
+
+
+def test_ptb_word_lm_reproduces_tf():
+    # The initial weights are set from numpy and there is no dropout, so the run is TF's: TF
+    # 2.20's tf.compat.v1 prints for this program (import line changed; TF_USE_LEGACY_KERAS=1
+    # KERAS_BACKEND=tensorflow OMP_NUM_THREADS=1) "parameters: 19240", valid perplexity 39.9785
+    # before training, train / valid perplexities 30.4087 / 29.1050, 29.8408 / 29.0227,
+    # 24.7676 / 15.6116 for epochs 1-3.
+    out = _run("ptb_word_lm.py", OMP_NUM_THREADS="1").strip().splitlines()
+    assert "parameters: 19240" in out
+    assert "Model/RNN/multi_rnn_cell/cell_1/basic_lstm_cell/kernel:0" in out[0]
+    train = [float(m) for m in re.findall(r"Train Perplexity: ([\d.]+)", "\n".join(out))]
+    valid = [float(m) for m in re.findall(r"Valid Perplexity: ([\d.]+)", "\n".join(out))]
+    tf_train, tf_valid = [30.4087, 29.8408, 24.7676], [39.9785, 29.1050, 29.0227, 15.6116]
+    assert len(train) == 3 and len(valid) == 4
+    for got, want in zip(train + valid, tf_train + tf_valid):
+        assert abs(got - want) <= 2e-4 * want
+
+
+@pytest.mark.interop
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ptb_word_lm.py"])
+def test_same_rnn_program_under_tensorflow_prints_the_same_numbers(name):
+    # TF 2.20's tf.compat.v1.nn.rnn_cell comes from tf_keras (TF_USE_LEGACY_KERAS=1).
+    if importlib.util.find_spec("tensorflow") is None:
+        if os.environ.get("CI") == "true":
+            raise ImportError("tensorflow is not installed")
+        pytest.skip("tensorflow is not installed (the interop extra)")
+    env = dict(KERAS_BACKEND="tensorflow", TF_USE_LEGACY_KERAS="1", OMP_NUM_THREADS="1")
+    tf_out = _run(name, _as_tensorflow(name), **env).strip().splitlines()
+    ours = _run(name, OMP_NUM_THREADS="1").strip().splitlines()
+    assert len(tf_out) == len(ours)
+    for a, b in zip(tf_out, ours):
+        fa, fb = re.findall(r"\d+\.\d+", a), re.findall(r"\d+\.\d+", b)
+        assert re.sub(r"\d+\.\d+", "#", a) == re.sub(r"\d+\.\d+", "#", b)
+        assert all(abs(float(x) - float(y)) <= 2e-4 * float(x) for x, y in zip(fa, fb))
