@@ -306,6 +306,9 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
                 mm.inputs = [mm.inputs[0], kernel, bias] + mm.inputs[3:]
                 moved[id(mm)] = (i, before)
                 subst[out] = a
+                # The fused call's result now stands for `out`: it has `out`'s readers, so a
+                # further fold needs `out` to have had a single reader too.
+                uses[a] = uses.get(out, 0)
                 dead.add(id(node))
                 break
         elif fuses_as is not None and len(node.inputs) == 1 and not node.params:
@@ -321,6 +324,7 @@ def fuse_epilogues(graph: Graph, outputs: list) -> list:
                 mm.params = {**mm.params, "activation": fuses_as}
                 moved[id(mm)] = (i, moved.get(id(mm), (i, []))[1])
                 subst[out] = src
+                uses[src] = uses.get(out, 0)
                 dead.add(id(node))
     by_position: dict = {}
     for n in graph.nodes:

@@ -227,3 +227,36 @@ def test_simplify_runs_the_rule_a_primitive_carries_whatever_its_name():
         assert passes.simplify(graph, items) != [("slot", x)]
     finally:
         del PRIMITIVES["test_twin_multiply"]
+
+
+@pytest.mark.parametrize("linear", ["matmul", "conv"])
+def test_an_epilogue_is_not_folded_into_a_value_another_op_still_reads(linear):
+    # linear -> per-channel scale -> bias: both fold into the call; the biased value is read
+    # by relu *and* by the add, so relu must not become the call's epilogue (it did: the
+    # fold counted the readers of the call's own result, 1, not those of the value it
+    # replaced, and the add then read relu'd values; NASNet's cells are built this way).
+    rng = np.random.default_rng(3)
+    if linear == "matmul":
+        x = rng.standard_normal((8, 5)).astype("float32")
+        k = rng.standard_normal((5, 6)).astype("float32")
+
+        def call(x):
+            return ops.matmul(x, k)
+    else:
+        x = rng.standard_normal((2, 6, 6, 3)).astype("float32")
+        k = rng.standard_normal((3, 3, 3, 6)).astype("float32")
+
+        def call(x):
+            return ops.conv(x, k)
+
+    s = rng.uniform(0.5, 1.5, 6).astype("float32")
+    b = rng.standard_normal(6).astype("float32")
+
+    def f(x):
+        z = call(x) * s + b
+        return ops.relu(z) + z, ops.relu(call(x) * s) - call(x) * s
+
+    got = kt.function(f)(x)
+    want = f(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
