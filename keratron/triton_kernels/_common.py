@@ -32,6 +32,7 @@ __all__ = [
     "Kernel",
     "activate",
     "activation_code",
+    "device_limits",
     "dot_precision",
     "forget_launches",
     "interpreted",
@@ -158,6 +159,22 @@ def multiprocessor_count(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 1
+
+
+# What launchers that size their grid to the GPU assume off CUDA (the interpreter, meta tensors
+# recorded for the ahead-of-time report): an H100 SXM, the GPU the benchmarks target.
+OFF_GPU_CAPABILITY = (9, 0)
+OFF_GPU_SMS = 132
+
+
+def device_limits(device: torch.device) -> tuple:
+    """`((major, minor), SMs)` of `device`; off CUDA `OFF_GPU_CAPABILITY` and the SM count a
+    `record_launches` scope names (else `OFF_GPU_SMS`), so that interpreted and recorded
+    launches follow the plan of the benchmarks' GPU."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return (props.major, props.minor), props.multi_processor_count
+    return OFF_GPU_CAPABILITY, _recording_sms or OFF_GPU_SMS
 
 
 def _constexpr_names(fn) -> tuple:
@@ -296,8 +313,14 @@ class Kernel:
             raise TypeError(f"{self.name}: missing arguments {missing}, unknown {extra}")
         return tuple(values[n] for n in self.arg_names)
 
-    def launch(self, grid, **values) -> None:
+    def launch(self, grid, config=None, **values) -> None:
         """Runs the kernel on `grid` (a callable of the config's meta-parameters).
+
+        `config`, when given, is the config to run (one of `configs`, chosen by the launcher
+        from the shape and the device): neither pinning nor autotuning applies, and a
+        `record_launches` scope records its meta-parameters, num_warps and num_stages with the
+        launcher's constexprs. The grid must capture what the choice depends on beyond the
+        named values (the launch cache keys on the grid's captured values).
 
         The first launch of a signature goes through Triton's autotuner (or the pinned config)
         and JIT; it leaves a `_Bound` launch behind, which every later launch of the signature
@@ -309,10 +332,13 @@ class Kernel:
         """
         if _recording is not None:
             meta = {n: values.pop(n) for n in self.constexprs if n in values}
+            if config is not None:
+                meta.update(config.kwargs, num_warps=config.num_warps)
+                meta["num_stages"] = config.num_stages
             _recording.append((self, self.args(values), meta))
             return
         if self._interpreted:
-            self._run(grid, values)
+            self._run(grid, values, config)
             count_launch(self.op)
             return
         active = _triton_driver.active
@@ -326,20 +352,20 @@ class Kernel:
             raise TypeError(f"{self.name}: constexprs {self.constexprs} expected")
         bound = self._bound.get(key)
         if bound is None:
-            kernel, cfg = self._run(grid, values)
+            kernel, cfg = self._run(grid, values, config)
             if isinstance(kernel, CompiledKernel):  # not a future of an async compile
                 self._bound[key] = _Bound(kernel, grid(cfg.kwargs), tuple(cfg.kwargs.values()))
         else:
             bound.launch(self._ordered(values), active.get_current_stream(device))
         count_launch(self.op)
 
-    def _run(self, grid, values: dict) -> tuple:
-        """Launches through Triton's autotuner (or the pinned config) and JIT; returns the
-        compiled kernel and the config it ran."""
+    def _run(self, grid, values: dict, config=None) -> tuple:
+        """Launches through Triton's autotuner (or the pinned or given config) and JIT; returns
+        the compiled kernel and the config it ran."""
         meta = {n: values[n] for n in self.constexprs if n in values}
         args = self.args({n: v for n, v in values.items() if n not in meta})
-        if pin_configs():
-            cfg = self.configs[0]
+        if config is not None or pin_configs():
+            cfg = config if config is not None else self.configs[0]
             kernel = self.fn[grid(cfg.kwargs)](
                 *args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages
             )

