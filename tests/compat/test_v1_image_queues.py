@@ -3,8 +3,9 @@
 
 The deterministic image ops are one program (tf1_image_program.py) whose TensorFlow output is
 recorded in tf1_image_tf.json; the CSV pipeline below printed CSV_PIPELINE_TF under TensorFlow
-2.20 (`test_pipeline_under_tensorflow_prints_the_same` reruns it there). The random image ops
-and the binary-record pipeline are checked against numpy.
+2.20, and the in-memory pipeline (slice_input_producer, with the queues' fill-fraction
+summaries) printed SLICE_PIPELINE_TF (`test_pipeline_under_tensorflow_prints_the_same` reruns
+both there). The random image ops and the binary-record pipeline are checked against numpy.
 """
 
 import contextlib
@@ -137,6 +138,38 @@ done 6
 """
 
 
+SLICE_PIPELINE = """import numpy as np
+import keratron.compat.v1 as tf
+X = np.arange(10, dtype=np.float32).reshape(5, 2)
+Y = np.arange(5, dtype=np.int32) * 10
+x, y = tf.train.slice_input_producer([X, Y], num_epochs=2, shuffle=False)
+xb, yb = tf.train.batch([x, y], batch_size=4, allow_smaller_final_batch=True)
+for s in sorted(s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES)):
+    print(s)
+with tf.Session() as sess:
+    sess.run(tf.local_variables_initializer())
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess, coord)
+    try:
+        while True:
+            a, b = sess.run([xb, yb])
+            print(a.tolist(), b.tolist())
+    except tf.errors.OutOfRangeError:
+        print("end")
+    coord.request_stop()
+    coord.join(threads)
+"""
+
+# Printed by TensorFlow 2.20 (tf.compat.v1) for SLICE_PIPELINE with the import line changed.
+SLICE_PIPELINE_TF = """batch/fraction_of_32_full
+input_producer/input_producer/fraction_of_32_full
+[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]] [0, 10, 20, 30]
+[[8.0, 9.0], [0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] [40, 0, 10, 20]
+[[6.0, 7.0], [8.0, 9.0]] [30, 40]
+end
+"""
+
+
 def _run_program(source, **environ):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **environ)
     out = subprocess.run(
@@ -157,6 +190,11 @@ def test_csv_pipeline_prints_what_tensorflow_printed():
     assert _exec_here(CSV_PIPELINE) == CSV_PIPELINE_TF
 
 
+def test_slice_pipeline_prints_what_tensorflow_printed():
+    with tf.Graph().as_default():
+        assert _exec_here(SLICE_PIPELINE) == SLICE_PIPELINE_TF
+
+
 @pytest.mark.interop
 @pytest.mark.slow
 def test_pipeline_under_tensorflow_prints_the_same():
@@ -165,11 +203,12 @@ def test_pipeline_under_tensorflow_prints_the_same():
         if os.environ.get("CI") == "true":
             raise ImportError("tensorflow is not installed")
         pytest.skip("tensorflow is not installed (the interop extra)")
-    source = CSV_PIPELINE.replace(
-        "import keratron.compat.v1 as tf\n",
-        "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n",
-    )
-    assert _run_program(source, KERAS_BACKEND="tensorflow") == CSV_PIPELINE_TF
+    for program, printed in ((CSV_PIPELINE, CSV_PIPELINE_TF), (SLICE_PIPELINE, SLICE_PIPELINE_TF)):
+        source = program.replace(
+            "import keratron.compat.v1 as tf\n",
+            "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n",
+        )
+        assert _run_program(source, KERAS_BACKEND="tensorflow") == printed
 
 
 def _write_records(path, labels, images):

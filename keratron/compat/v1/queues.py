@@ -33,7 +33,7 @@ import weakref
 
 import numpy as np
 
-from keratron.compat.v1 import errors
+from keratron.compat.v1 import errors, math_ops, summary
 from keratron.compat.v1.framework import (
     GraphKeys,
     Tensor,
@@ -59,6 +59,8 @@ __all__ = [
     "decode_csv",
     "decode_raw",
     "string_input_producer",
+    "range_input_producer",
+    "slice_input_producer",
     "batch",
     "shuffle_batch",
     "QueueRunner",
@@ -910,6 +912,38 @@ class Coordinator:
 
 
 # ---------------------------------------------------------------------------- producers, batching
+def _epoch_producer(items, dtype, shape, num_epochs, shuffle, seed, capacity, name, default,
+                    cancel_op=None):  # fmt: skip
+    """A FIFO queue that a QueueRunner refills with `items` once per epoch (shuffled per epoch
+    when `shuffle`), closed after `num_epochs` epochs; its fill fraction is a summary."""
+    g = get_default_graph()
+    if seed is None and g.seed is not None:
+        seed = g.seed + g._next_uid()
+    with name_scope(name, default):
+        queue = FIFOQueue(capacity, [dtype], shapes=[shape])
+        epochs = weakref.WeakKeyDictionary()
+
+        def host(session):
+            done, rng = epochs.get(session, (0, None))
+            if rng is None:
+                rng = pyrandom.Random(seed)
+            if num_epochs is not None and done >= num_epochs:
+                raise errors.OutOfRangeError(None, None, "Reached limit of num_epochs")
+            epochs[session] = (done + 1, rng)
+            order = list(items)
+            if shuffle:
+                rng.shuffle(order)
+            queue._state(session).put(session, [(s,) for s in order])
+            return {}
+
+        with op_scope(None, f"{default}_EnqueueMany") as scope:
+            enqueue = _host_op("QueueEnqueueManyV2", scope, [], [], host)
+        add_queue_runner(QueueRunner(queue, [enqueue], cancel_op=cancel_op))
+        full = math_ops.cast(queue.size(), "float32") * (1.0 / capacity)
+        summary.scalar(f"fraction_of_{capacity}_full", full)
+    return queue
+
+
 def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
                           shared_name=None, name=None, cancel_op=None):  # fmt: skip
     """A FIFO queue of the strings (file names), refilled by a QueueRunner once per epoch,
@@ -927,30 +961,51 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     items = [s.encode() if isinstance(s, str) else bytes(s) for s in string_tensor]
     if not items:
         raise ValueError("string_input_producer: `string_tensor` must not be empty.")
-    g = get_default_graph()
-    if seed is None and g.seed is not None:
-        seed = g.seed + g._next_uid()
+    return _epoch_producer(
+        items, "string", [], num_epochs, shuffle, seed, capacity, name, "input_producer",
+        cancel_op,
+    )  # fmt: skip
+
+
+def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                         shared_name=None, name=None):  # fmt: skip
+    """A FIFO queue of the int32 indices `0 .. limit - 1`, once per epoch (shuffled per epoch
+    when `shuffle`).
+
+    Raises:
+        ValueError: `limit` is not a positive int.
+    """
+    if not isinstance(limit, (int, np.integer)) or limit <= 0:
+        raise ValueError(
+            f"range_input_producer: `limit` must be a positive int. Received: {limit!r}"
+        )
+    items = [np.int32(i) for i in range(int(limit))]
+    return _epoch_producer(
+        items, "int32", [], num_epochs, shuffle, seed, capacity, name, "input_producer"
+    )
+
+
+def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                         shared_name=None, name=None):  # fmt: skip
+    """One row (a slice along axis 0) of each tensor of `tensor_list` per dequeue, the rows
+    visited once per epoch (in a random order per epoch when `shuffle`).
+
+    Raises:
+        ValueError: the tensors' first dimensions are unknown or differ.
+    """
+    from keratron.compat.v1 import array_ops
+
     with name_scope(name, "input_producer"):
-        queue = FIFOQueue(capacity, ["string"], shapes=[[]])
-        epochs = weakref.WeakKeyDictionary()
-
-        def host(session):
-            done, rng = epochs.get(session, (0, None))
-            if rng is None:
-                rng = pyrandom.Random(seed)
-            if num_epochs is not None and done >= num_epochs:
-                raise errors.OutOfRangeError(None, None, "Reached limit of num_epochs")
-            epochs[session] = (done + 1, rng)
-            order = list(items)
-            if shuffle:
-                rng.shuffle(order)
-            queue._state(session).put(session, [(s,) for s in order])
-            return {}
-
-        with op_scope(None, "input_producer_EnqueueMany") as scope:
-            enqueue = _host_op("QueueEnqueueManyV2", scope, [], [], host)
-        add_queue_runner(QueueRunner(queue, [enqueue], cancel_op=cancel_op))
-    return queue
+        tensors = [convert_to_tensor(t) for t in tensor_list]
+        sizes = {t.shape.dims[0] if t.shape.dims else None for t in tensors}
+        if len(sizes) != 1 or None in sizes:
+            raise ValueError(
+                "slice_input_producer: the tensors need one known first dimension. Received "
+                f"shapes {[str(t.shape) for t in tensors]}"
+            )
+        queue = range_input_producer(sizes.pop(), num_epochs, shuffle, seed, capacity)
+        index = queue.dequeue()
+        return [array_ops.gather(t, index) for t in tensors]
 
 
 def _batch(tensors, batch_size, num_threads, capacity, enqueue_many, shapes,
@@ -975,6 +1030,13 @@ def _batch(tensors, batch_size, num_threads, capacity, enqueue_many, shapes,
         queue = make_queue([t.dtype for t in flat], shapes)
         enqueue = queue.enqueue_many(flat) if enqueue_many else queue.enqueue(flat)
         add_queue_runner(QueueRunner(queue, [enqueue] * int(num_threads)))
+        size = math_ops.cast(queue.size(), "float32")
+        keep = queue._min_after_dequeue
+        if keep:
+            full = math_ops.maximum(0.0, size - keep) * (1.0 / (capacity - keep))
+            summary.scalar(f"fraction_over_{keep}_of_{capacity - keep}_full", full)
+        else:
+            summary.scalar(f"fraction_of_{capacity}_full", size * (1.0 / capacity))
         if allow_smaller_final_batch:
             out = queue.dequeue_up_to(batch_size, name=name)
         else:

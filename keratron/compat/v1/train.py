@@ -44,7 +44,9 @@ from keratron.compat.v1.queues import (
     QueueRunner,
     add_queue_runner,
     batch,
+    range_input_producer,
     shuffle_batch,
+    slice_input_producer,
     start_queue_runners,
     string_input_producer,
 )
@@ -96,6 +98,8 @@ __all__ = [
     "shuffle_batch",
     "start_queue_runners",
     "string_input_producer",
+    "range_input_producer",
+    "slice_input_producer",
     "ExponentialMovingAverage",
     "CheckpointSaverHook",
     "LoggingTensorHook",
