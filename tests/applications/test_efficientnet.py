@@ -488,3 +488,54 @@ def test_drop_connect_drops_whole_samples_only_while_training():
     # One decision per sample: a sample is dropped entirely or scaled by 1 / (1 - rate).
     np.testing.assert_allclose(y[kept], 1.0 / (1.0 - layer.rate), rtol=1e-6)
     assert (y[~kept] == 0).all() and 0 < kept.sum() < 256
+
+
+@pytest.mark.parametrize("module", [efficientnet, efficientnet_v2], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    """The module's examples run and print what they show (the builders' shared example on
+    the smallest variant only: the others differ in the numbers, checked above)."""
+    import doctest
+
+    smallest = "EfficientNetB0" if module is efficientnet else "EfficientNetV2B0"
+    wanted = {module.__name__} | {
+        f"{module.__name__}.{n}" for n in (smallest, "preprocess_input", "decode_predictions")
+    }
+    globs = {"np": np, "keratron": keratron, **vars(module)}
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    tests = [t for t in finder.find(module, module.__name__, globs=globs) if t.name in wanted]
+    assert {t.name for t in tests} == wanted
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {module.__name__}"
+
+
+@pytest.mark.parametrize("arch", V1_NAMES + V2_NAMES)
+def test_builder_docstrings_state_the_feature_width(arch):
+    # Each builder's docstring example shows its variant's feature width.
+    import re
+
+    features = re.search(r"\(None, (\d+)\)", builder(arch).__doc__).group(1)
+    assert int(features) == KERAS_FEATURES[arch]
+
+
+# keras.applications.X(weights=None, include_top=False, pooling="avg",
+# input_shape=(32, 32, 3)).output_shape[-1] under Keras 3.15.1 (KERAS_BACKEND=torch).
+KERAS_FEATURES = dict(
+    EfficientNetB0=1280,
+    EfficientNetB1=1280,
+    EfficientNetB2=1408,
+    EfficientNetB3=1536,
+    EfficientNetB4=1792,
+    EfficientNetB5=2048,
+    EfficientNetB6=2304,
+    EfficientNetB7=2560,
+    EfficientNetV2B0=1280,
+    EfficientNetV2B1=1280,
+    EfficientNetV2B2=1408,
+    EfficientNetV2B3=1536,
+    EfficientNetV2S=1280,
+    EfficientNetV2M=1280,
+    EfficientNetV2L=1280,
+)
