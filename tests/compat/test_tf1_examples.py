@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tf1")
@@ -190,3 +191,44 @@ def test_same_rnn_program_under_tensorflow_prints_the_same_numbers(name):
         fa, fb = re.findall(r"\d+\.\d+", a), re.findall(r"\d+\.\d+", b)
         assert re.sub(r"\d+\.\d+", "#", a) == re.sub(r"\d+\.\d+", "#", b)
         assert all(abs(float(x) - float(y)) <= 2e-4 * float(x) for x, y in zip(fa, fb))
+
+
+def test_mandelbrot_counts_equal_numpys(tmp_path):
+    # The same iteration in numpy complex64. TF 2.20's tf.compat.v1 gives the same counts for
+    # this program (import line changed; KERAS_BACKEND=tensorflow): 15270 points never diverge.
+    out = _run("mandelbrot.py", OMP_NUM_THREADS="1", TF1_EXAMPLE_OUT=str(tmp_path))
+    assert "dtype complex64" in out and "never diverged: 15270" in out
+    counts = np.load(tmp_path / "mandelbrot_counts.npy")
+    y, x = np.mgrid[-1.3:1.3:0.01, -2:1:0.01]
+    xs = (x + 1j * y).astype(np.complex64)
+    zs, ns = xs.copy(), np.zeros(xs.shape, np.float32)
+    with np.errstate(all="ignore"):
+        for _ in range(200):
+            zs = zs * zs + xs
+            ns += np.abs(zs) < 4
+    assert counts.shape == (260, 300)
+    assert (counts != ns).mean() < 1e-3  # the dynamics is chaotic at the set's edge
+    assert np.load(tmp_path / "mandelbrot_image.npy").shape == (260, 300, 3)
+
+
+def test_pde_ripples_equal_numpys_simultaneous_update(tmp_path):
+    # Both assigns of the step read the variables' old values (a group of assigns after the
+    # reads), as the equations mean. TF's ref variables race there: TF 2.20 prints energies
+    # 3.77, 4.58 and 3.85 in three runs of this program, each near the "U first" order's 3.25.
+    out = _run("pde.py", OMP_NUM_THREADS="1", TF1_EXAMPLE_OUT=str(tmp_path))
+    u_got = np.load(tmp_path / "pde_u.npy")
+    n = 100
+    u = np.zeros([n, n], np.float32)
+    ut = np.zeros([n, n], np.float32)
+    np.random.seed(0)
+    for _ in range(40):
+        a, b = np.random.randint(0, n, 2)
+        u[a, b] = np.random.uniform()
+    k = np.array([[0.5, 1.0, 0.5], [1.0, -6.0, 1.0], [0.5, 1.0, 0.5]], np.float32)
+    eps, damping = np.float32(0.03), np.float32(0.04)
+    for _ in range(400):
+        p = np.pad(u, 1)
+        lap = sum(k[i, j] * p[i : i + n, j : j + n] for i in range(3) for j in range(3))
+        u, ut = u + eps * ut, ut + eps * (lap - damping * ut)
+    np.testing.assert_allclose(u_got, u, atol=1e-5)
+    assert f"energy {float((u_got**2).sum()):.6f}" in out

@@ -201,6 +201,8 @@ _variables_module._install_variable_operators()
 from keratron.compat.v1.dtypes import (  # noqa: E402
     bfloat16,
     bool,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,

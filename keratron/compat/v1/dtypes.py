@@ -14,3 +14,5 @@ uint8 = as_dtype("uint8")
 uint16 = as_dtype("uint16")
 bool = as_dtype("bool")  # noqa: A001
 string = as_dtype("string")
+complex64 = as_dtype("complex64")
+complex128 = as_dtype("complex128")

@@ -47,6 +47,7 @@ class DType:
     _ENUMS = {
         "float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6,
         "string": 7, "int64": 9, "bool": 10, "uint16": 17, "float16": 19, "bfloat16": 14,
+        "complex64": 8, "complex128": 18,
     }  # fmt: skip
 
     def __init__(self, name: str):
@@ -75,6 +76,10 @@ class DType:
     @property
     def is_bool(self) -> bool:
         return self.name == "bool"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.name.startswith("complex")
 
     @property
     def min(self):

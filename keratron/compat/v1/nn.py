@@ -103,6 +103,31 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     )[0]
 
 
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # noqa: A002
+                     data_format=None, dilations=None):  # fmt: skip
+    """`tf.nn.depthwise_conv2d` on NHWC input with a `[h, w, in, multiplier]` filter: output
+    channel `c * multiplier + m` is input channel c convolved with filter `[:, :, c, m]`."""
+    if data_format not in (None, "NHWC"):
+        raise ValueError(
+            f"depthwise_conv2d: only data_format='NHWC' is supported. Received: {data_format}"
+        )
+    s = _hw(strides, "depthwise_conv2d strides")
+    d = dilations if dilations is not None else rate
+    d = (1, 1) if d is None else tuple(int(v) for v in d)
+    if len(d) != 2:
+        raise ValueError(f"depthwise_conv2d: rate must be [rate_h, rate_w]. Received: {d}")
+    pad = padding.lower()
+    return _op(
+        "DepthwiseConv2dNative",
+        "depthwise",
+        [input, filter],
+        lambda ctx, x, k: kops.depthwise_conv(
+            x, k, strides=s, padding=pad, data_format="channels_last", dilation_rate=d
+        ),
+        name,
+    )[0]
+
+
 def _pool(op_type, fn):
     def pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
         x = value if value is not None else input
@@ -275,7 +300,7 @@ def zero_fraction(value, name=None):
     return _op("ZeroFraction", "zero_fraction", [value], lower, name)[0]
 
 
-__all__ += ["sigmoid", "tanh"]
+__all__ += ["sigmoid", "tanh", "depthwise_conv2d"]
 
 # The recurrent cells and loops (rnn_cell.py, rnn.py).
 from keratron.compat.v1 import rnn_cell  # noqa: E402
