@@ -118,12 +118,20 @@ _ARGS_DOC = """
     Raises:
         ValueError: for invalid `weights`, `classes`, `input_shape`, `name` or
             `classifier_activation` combinations, or a channels_first image layout.
-
+"""
+# Only the smallest variant builds in its example (XLarge has 350M weights); the others show
+# their stage widths.
+_TINY_EXAMPLE = """
     Example:
         >>> model = keratron.applications.ConvNeXtTiny(
         ...     weights=None, include_top=False, pooling="avg", input_shape=(32, 32, 3))
         >>> model.output_shape
         (None, 768)
+"""
+_WIDTHS_EXAMPLE = """
+    Example:
+        >>> keratron.applications.convnext.MODEL_CONFIGS["{variant}"]["projection_dims"]
+        {dims}
 """
 
 
@@ -327,7 +335,13 @@ def _variant(variant):
     builder.__name__ = builder.__qualname__ = doc_name
     builder.__doc__ = (
         f"Builds {doc_name} (depths {config['depths']}, widths {config['projection_dims']}), "
-        "optionally with ImageNet weights.\n" + _ARGS_DOC
+        "optionally with ImageNet weights.\n"
+        + _ARGS_DOC
+        + (
+            _TINY_EXAMPLE
+            if variant == "tiny"
+            else _WIDTHS_EXAMPLE.format(variant=variant, dims=config["projection_dims"])
+        )
     )
     return builder
 

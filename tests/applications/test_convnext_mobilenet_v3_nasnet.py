@@ -55,9 +55,16 @@ CASES = {
         dict(include_top=False, pooling="avg", input_shape=(32, 32, 3)),
     ),
 }
-# NASNet's hundreds of layers take tens of seconds (NASNetLarge has 85M weights); a reduced
-# NASNet runs in the fast suite (test_nasnet_general_builder).
-SLOW = {"v3large-wide-raw", "convnext-tiny-max-raw", "nasnet-mobile", "nasnet-large-avg"}
+# ConvNeXtTiny's 28M weights go through two files, and NASNet's hundreds of layers take tens of
+# seconds (NASNetLarge has 85M weights): reduced ConvNeXt and NASNet models run in the fast
+# suite (test_convnext_general_builder_with_stochastic_depth, test_nasnet_general_builder).
+SLOW = {
+    "v3large-wide-raw",
+    "convnext-tiny",
+    "convnext-tiny-max-raw",
+    "nasnet-mobile",
+    "nasnet-large-avg",
+}
 
 
 def build_keras(keras, arch, **kwargs):
@@ -315,7 +322,7 @@ def test_full_size_matches_recorded_keras(arch):
 
 
 @pytest.mark.interop
-def test_convnext_general_builder_with_stochastic_depth():
+def test_convnext_general_builder_with_stochastic_depth(tmp_path):
     """Keras's general builder with a drop-path schedule: StochasticDepth layers where the rate
     is positive, the identity Activation where it is 0, and equal inference outputs."""
     keras = require("keras")
@@ -342,10 +349,21 @@ def test_convnext_general_builder_with_stochastic_depth():
     assert "tinynet_stage_3_block_0_stochastic_depth" in names
     layer = model.get_layer("tinynet_stage_3_block_0_stochastic_depth")
     assert layer.drop_path_rate == pytest.approx(0.3)
-    randomize(reference, 31)
-    model.set_weights(reference.get_weights())
+    values = randomize(reference, 31)
     x = np.random.default_rng(31).uniform(0, 255, (2, 32, 32, 3)).astype("float32")
-    assert_close(model(x, training=False).numpy(), keras_forward(reference, x))
+    ref = keras_forward(reference, x)
+    model.set_weights(reference.get_weights())
+    assert_close(model(x, training=False).numpy(), ref)
+    # Both file layouts, the nested Sequential stem and downsampling blocks included.
+    for path in (tmp_path / "weights.h5", tmp_path / "model.weights.h5"):
+        if path.name == "weights.h5":
+            save_legacy_h5(reference, path)
+        else:
+            reference.save_weights(str(path))
+        zero_weights(model)
+        model.load_weights(str(path))
+        assert_same_weights(model, values)
+    assert_close(model(x, training=False).numpy(), ref)
     # Training drops whole residual branches of some samples: outputs change, stay finite.
     trained = model(x, training=True).numpy()
     assert np.isfinite(trained).all()
@@ -628,6 +646,7 @@ def test_imagenet_weights_download_and_cache(weight_server, tmp_path, monkeypatc
 
 
 @pytest.mark.interop
+@pytest.mark.slow  # ConvNeXtTiny built by Keras and keratron, 28M weights through a file
 def test_convnext_imagenet_weights_over_http(weight_server, tmp_path, monkeypatch):  # noqa: F811
     """ConvNeXt's weights do not depend on the input size: Keras's 32x32 top model's file
     serves the 224x224 top model that `weights="imagenet"` builds."""
