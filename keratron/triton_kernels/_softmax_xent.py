@@ -12,6 +12,11 @@ Backward, one program per row: `g[row] * (probs - target)`, with the one-hot tar
 labels formed in registers from the class id, never in memory. Budget: 2C FLOPs, C reads of
 probs (+ C dense labels) and C writes.
 
+Many short rows (C <= ROWS_MAX_C, e.g. a batch of 128 rows of 10 classes) take the rows
+kernels instead: each program holds a (BLOCK_R x BLOCK) tile of ROW_TILE elements, so 128x10
+is one program of one launch rather than 128 programs of 16 lanes, most of them idle; same
+budget, one pass.
+
 Both compute in float32 whatever the storage dtype (float32, float16, bfloat16). A sparse label
 outside [0, C) gives a NaN loss (the torch fallback raises instead; a device kernel cannot
 raise without a host sync).
@@ -27,7 +32,16 @@ import triton.language as tl
 
 from keratron.triton_kernels._common import FLOAT_DTYPES, TRITON_TYPES, Kernel
 
-__all__ = ["forward_route", "backward_route", "CONFIGS", "BLOCK_MAX", "aot_specs"]
+__all__ = [
+    "forward_route",
+    "backward_route",
+    "CONFIGS",
+    "ROWS_CONFIGS",
+    "BLOCK_MAX",
+    "ROW_TILE",
+    "ROWS_MAX_C",
+    "aot_specs",
+]
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 # Widest row handled in one pass, and the chunk width of longer rows (a power of two).
@@ -127,6 +141,77 @@ def _xent_bwd_kernel(
         tl.store(o_row + cols, (g * (p - t)).to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _xent_fwd_rows_kernel(
+    logits_ptr, labels_ptr, loss_ptr, probs_ptr,
+    R, C,
+    stride_lr, stride_lc,
+    stride_tr, stride_tc,
+    stride_pr,
+    SPARSE: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The forward of BLOCK_R rows of at most BLOCK classes per program (grid: cdiv(R,
+    BLOCK_R)), one row per tile row, in one pass as `_xent_fwd_kernel`'s ONE_PASS branch."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK)
+    r_mask = rows < R
+    mask = r_mask[:, None] & (cols < C)[None, :]
+    x_rows = logits_ptr + rows * stride_lr
+    x = tl.load(x_rows[:, None] + cols[None, :] * stride_lc, mask=mask, other=float("-inf"))
+    x = x.to(tl.float32)
+    # Rows past R are all -inf: give them a max of 0 and a sum of 1 so that nothing computed
+    # for them (never stored) is NaN.
+    m = tl.where(r_mask, tl.max(x, 1), 0.0)
+    e = tl.exp(x - m[:, None])
+    s = tl.where(r_mask, tl.sum(e, 1), 1.0)
+    p_ptrs = probs_ptr + (rows * stride_pr)[:, None] + cols[None, :]
+    tl.store(p_ptrs, (e / s[:, None]).to(probs_ptr.dtype.element_ty), mask=mask)
+    log_s = tl.log(s)
+    if SPARSE:
+        label = tl.load(labels_ptr + rows * stride_tr, mask=r_mask, other=0).to(tl.int64)
+        valid = (label >= 0) & (label < C)
+        picked = tl.load(x_rows + tl.where(valid, label, 0) * stride_lc, mask=r_mask, other=0.0)
+        loss = tl.where(valid, log_s - (picked.to(tl.float32) - m), float("nan"))
+    else:
+        t_ptrs = labels_ptr + (rows * stride_tr)[:, None] + cols[None, :] * stride_tc
+        t = tl.load(t_ptrs, mask=mask, other=0.0).to(tl.float32)
+        # Padding lanes hold -inf logits: zero their log-probabilities (not 0 * -inf).
+        loss = -tl.sum(t * tl.where(mask, x - m[:, None] - log_s[:, None], 0.0), 1)
+    tl.store(loss_ptr + rows, loss.to(loss_ptr.dtype.element_ty), mask=r_mask)
+
+
+@triton.jit
+def _xent_bwd_rows_kernel(
+    g_ptr, probs_ptr, labels_ptr, out_ptr,
+    R, C,
+    stride_gr,
+    stride_pr, stride_pc,
+    stride_tr, stride_tc,
+    stride_or,
+    SPARSE: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """`g[row] * (probs - target)` for BLOCK_R rows of at most BLOCK classes per program."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK)
+    r_mask = rows < R
+    mask = r_mask[:, None] & (cols < C)[None, :]
+    g = tl.load(g_ptr + rows * stride_gr, mask=r_mask, other=0.0).to(tl.float32)
+    p_ptrs = probs_ptr + (rows * stride_pr)[:, None] + cols[None, :] * stride_pc
+    p = tl.load(p_ptrs, mask=mask, other=0.0).to(tl.float32)
+    if SPARSE:
+        label = tl.load(labels_ptr + rows * stride_tr, mask=r_mask, other=0).to(tl.int64)
+        t = tl.where(cols[None, :] == label[:, None], 1.0, 0.0)
+    else:
+        t_ptrs = labels_ptr + (rows * stride_tr)[:, None] + cols[None, :] * stride_tc
+        t = tl.load(t_ptrs, mask=mask, other=0.0).to(tl.float32)
+    o_ptrs = out_ptr + (rows * stride_or)[:, None] + cols[None, :]
+    tl.store(o_ptrs, (g[:, None] * (p - t)).to(out_ptr.dtype.element_ty), mask=mask)
+
+
 # Both kernels are memory-bound row loops: configs differ in how many warps share a row (fewer
 # than 4 would hold 64 float32 values per thread for a 4096-wide chunk, near the register
 # limit). The first is the interpreter's (and KERATRON_TRITON_PIN=1's).
@@ -141,9 +226,29 @@ FORWARD = Kernel(
 )
 BACKWARD = Kernel(_xent_bwd_kernel, CONFIGS, ["C", "SPARSE", "BLOCK"], "softmax_cross_entropy_grad")
 
+# The rows kernels: ROW_TILE elements per program (16 float32 values per thread at 4 warps),
+# for rows of up to ROWS_MAX_C classes (8 rows per program at 256 classes; 128 at 10).
+ROW_TILE = 2048
+ROWS_MAX_C = 256
+ROWS_CONFIGS = [
+    triton.Config({}, num_warps=4, num_stages=1),
+    triton.Config({}, num_warps=8, num_stages=1),
+]
+_ROWS_KEY = ["R", "C", "SPARSE", "BLOCK_R", "BLOCK"]
+FORWARD_ROWS = Kernel(_xent_fwd_rows_kernel, ROWS_CONFIGS, _ROWS_KEY, "softmax_cross_entropy")
+BACKWARD_ROWS = Kernel(_xent_bwd_rows_kernel, ROWS_CONFIGS, _ROWS_KEY, "softmax_cross_entropy_grad")
+
 
 def _block(c: int) -> int:
     return min(triton.next_power_of_2(max(c, 1)), BLOCK_MAX)
+
+
+def _rows_block(c: int) -> tuple:
+    """(BLOCK_R, BLOCK) of the rows kernels for c classes, or None past ROWS_MAX_C."""
+    if c > ROWS_MAX_C:
+        return None
+    block = _block(c)
+    return ROW_TILE // block, block
 
 
 def _check_labels(labels, logits_shape, sparse: bool, float_dtype) -> None:
@@ -187,6 +292,19 @@ def forward_route(logits, labels, sparse):
         return loss, probs
     x2 = _rows(logits, rows, c)
     t2 = _rows(labels, rows, None if sparse else c)
+    tile = _rows_block(c)
+    if tile is not None:
+        block_r, block = tile
+        FORWARD_ROWS.launch(
+            lambda meta: (triton.cdiv(rows, block_r),),
+            logits_ptr=x2, labels_ptr=t2, loss_ptr=loss, probs_ptr=probs,
+            R=rows, C=c,
+            stride_lr=x2.stride(0), stride_lc=x2.stride(1),
+            stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
+            stride_pr=c,
+            SPARSE=bool(sparse), BLOCK_R=block_r, BLOCK=block,
+        )  # fmt: skip
+        return loss, probs
     block = _block(c)
     FORWARD.launch(
         lambda meta: (rows,),
@@ -221,6 +339,20 @@ def backward_route(g, probs, labels, sparse):
     g1 = _rows(g, rows, None)
     p2 = _rows(probs, rows, c)
     t2 = _rows(labels, rows, None if sparse else c)
+    tile = _rows_block(c)
+    if tile is not None:
+        block_r, block = tile
+        BACKWARD_ROWS.launch(
+            lambda meta: (triton.cdiv(rows, block_r),),
+            g_ptr=g1, probs_ptr=p2, labels_ptr=t2, out_ptr=out,
+            R=rows, C=c,
+            stride_gr=g1.stride(0),
+            stride_pr=p2.stride(0), stride_pc=p2.stride(1),
+            stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
+            stride_or=c,
+            SPARSE=bool(sparse), BLOCK_R=block_r, BLOCK=block,
+        )  # fmt: skip
+        return out
     BACKWARD.launch(
         lambda meta: (rows,),
         g_ptr=g1, probs_ptr=p2, labels_ptr=t2, out_ptr=out,
@@ -238,7 +370,8 @@ def backward_route(g, probs, labels, sparse):
 def aot_specs(dtypes=(torch.float32, torch.float16)) -> list:
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config: forward and backward, sparse (int64 ids) and dense labels, at 1,000 classes (one
-    pass) and 50,000 classes (chunked), unit class strides as the JIT specialises them."""
+    pass) and 50,000 classes (chunked), and the rows kernels at 10 classes (and 200 in
+    float32), unit class strides as the JIT specialises them."""
     specs = []
     for dtype in dtypes:
         tt = TRITON_TYPES[dtype]
@@ -257,6 +390,24 @@ def aot_specs(dtypes=(torch.float32, torch.float16)) -> list:
                     for kernel, consts, name in (
                         (FORWARD, fwd, f"xent_fwd_{kind}_{tt}_c{c}_cfg{i}"),
                         (BACKWARD, bwd, f"xent_bwd_{kind}_{tt}_c{c}_cfg{i}"),
+                    ):
+                        label, fn, sig, consts, warps, stages = kernel.aot_spec(
+                            name, dtype, consts, cfg
+                        )
+                        sig.update((k, "*" + v) for k, v in labels.items())
+                        specs.append((label, fn, sig, consts, warps, stages))
+            # The rows kernels: 10 classes (128 rows per program), and 200 in float32.
+            for c in (10, 200) if dtype == torch.float32 else (10,):
+                block_r, block = _rows_block(c)
+                tile = dict(SPARSE=sparse, BLOCK_R=block_r, BLOCK=block)
+                fwd = dict(stride_lc=1, **tile)
+                if not sparse:
+                    fwd["stride_tc"] = 1
+                bwd = {"stride_gr": 1, "stride_pc": 1, unit: 1, **tile}
+                for i, cfg in enumerate(ROWS_CONFIGS):
+                    for kernel, consts, name in (
+                        (FORWARD_ROWS, fwd, f"xent_fwd_rows_{kind}_{tt}_c{c}_cfg{i}"),
+                        (BACKWARD_ROWS, bwd, f"xent_bwd_rows_{kind}_{tt}_c{c}_cfg{i}"),
                     ):
                         label, fn, sig, consts, warps, stages = kernel.aot_spec(
                             name, dtype, consts, cfg

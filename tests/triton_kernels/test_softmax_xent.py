@@ -3,8 +3,9 @@
 Each case runs the same keratron code with the "triton" and the "fallback" kernel backends:
 the loss and probabilities, and the gradients through a GradientTape (whose logits gradient is
 the "softmax_cross_entropy_grad" primitive, i.e. the backward kernel). Agreement is within 2e-4
-of the largest reference magnitude. 50,000 classes (the chunked online-logsumexp path) runs
-with two rows only: the interpreter is slow.
+of the largest reference magnitude. Rows of up to 256 classes run the rows kernels (many rows
+per program, one launch), with row counts that leave a partial last tile. 50,000 classes (the
+chunked online-logsumexp path) runs with two rows only: the interpreter is slow.
 """
 
 import numpy as np
@@ -171,9 +172,62 @@ def test_unsupported_cases_raise_not_implemented():
 def test_aot_specs_cover_every_config():
     specs = sx.aot_specs()
     names = {s[0] for s in specs}
-    assert len(names) == len(specs) == 2 * 2 * 2 * 2 * len(sx.CONFIGS)
+    rows = [s for s in specs if "_rows_" in s[0]]
+    assert len(specs) - len(rows) == 2 * 2 * 2 * 2 * len(sx.CONFIGS)
+    # sparse and dense, forward and backward: 10 and 200 classes in float32, 10 in float16.
+    assert len(rows) == 2 * 2 * (2 + 1) * len(sx.ROWS_CONFIGS)
+    assert len(names) == len(specs)
     for _, fn, sig, constexprs, num_warps, _ in specs:
         assert set(sig) == set(fn.arg_names)
         assert all(sig[k] == "constexpr" for k in constexprs)
         assert constexprs["BLOCK"] & (constexprs["BLOCK"] - 1) == 0
         assert num_warps in (4, 8, 16)
+        if "BLOCK_R" in constexprs:
+            assert constexprs["BLOCK_R"] * constexprs["BLOCK"] == sx.ROW_TILE
+
+
+@pytest.fixture
+def programs(monkeypatch):
+    """Records the grid size of each rows-kernel launch, by kernel name."""
+    grids = {}
+    for spec in (sx.FORWARD_ROWS, sx.BACKWARD_ROWS):
+        original = spec.launch
+
+        def launch(grid, *args, _name=spec.name, _original=original, **kwargs):
+            grids.setdefault(_name, []).append(grid({})[0])
+            return _original(grid, *args, **kwargs)
+
+        monkeypatch.setattr(spec, "launch", launch)
+    return grids
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+@pytest.mark.parametrize(
+    "shape, per_program", [((128, 10), 128), ((300, 10), 128), ((37, 200), 8), ((5, 2, 129), 8)]
+)
+def test_many_short_rows_per_program(shape, per_program, sparse, triton_backend, programs):
+    # Row counts that are not multiples of the rows per program leave a partial last tile.
+    check(*make_case(shape, sparse), sparse, triton_backend)
+    rows = int(np.prod(shape[:-1]))
+    want = [-(-rows // per_program)]
+    assert programs == {"_xent_fwd_rows_kernel": want, "_xent_bwd_rows_kernel": want}
+
+
+def test_rows_kernels_float16_and_bad_labels(triton_backend, programs):
+    x = torch.randn(70, 33, dtype=torch.float16) * 4
+    y = torch.randint(0, 33, (70,))
+    y[[3, 69]] = torch.tensor([33, -2])
+    loss, probs = sx.forward_route(x, y, True)
+    ref_loss, ref_probs = xent._sce_impl(x.float(), y.clamp(0, 32), True)
+    assert loss.dtype == probs.dtype == torch.float16
+    good = torch.ones(70, dtype=torch.bool)
+    good[[3, 69]] = False
+    assert torch.isnan(loss[~good]).all()
+    assert_close(loss[good].float().numpy(), ref_loss[good].numpy(), rel=2e-3)
+    assert_close(probs.float().numpy(), ref_probs.numpy(), rel=2e-3)
+    g = torch.randn(140)[::2]  # a strided cotangent
+    got = sx.backward_route(g, probs, y.clamp(0, 32), True)
+    want = xent._sce_grad_impl(g, probs.float(), y.clamp(0, 32), True)
+    assert_close(got.float().numpy(), want.numpy(), rel=2e-3)
+    # 33 classes: 64 lanes, 32 rows per program.
+    assert programs == {"_xent_fwd_rows_kernel": [3], "_xent_bwd_rows_kernel": [3]}
