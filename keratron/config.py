@@ -392,6 +392,7 @@ _traceback_filtering = True
 _flash_attention: bool | None = None  # None: on where it applies (Keras's default)
 _MAX_EPOCHS: int | None = None
 _MAX_STEPS_PER_EPOCH: int | None = None
+_UNSAFE_DESERIALIZATION = False
 if "KERAS_MAX_EPOCHS" in os.environ:
     _MAX_EPOCHS = int(os.environ["KERAS_MAX_EPOCHS"])
 if "KERAS_MAX_STEPS_PER_EPOCH" in os.environ:
@@ -509,9 +510,6 @@ def enable_unsafe_deserialization() -> None:
     """
     global _UNSAFE_DESERIALIZATION
     _UNSAFE_DESERIALIZATION = True
-
-
-_UNSAFE_DESERIALIZATION = False
 
 
 def unsafe_deserialization_enabled() -> bool:

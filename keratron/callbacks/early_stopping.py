@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from keratron.callbacks.monitor_callback import MonitorCallback
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["EarlyStopping"]
 
@@ -95,13 +96,12 @@ class EarlyStopping(MonitorCallback):
 
     def on_train_end(self, logs=None):
         if self.stopped_epoch > 0 and self.verbose > 0:
-            print(f"Epoch {self.stopped_epoch + 1}: early stopping", flush=True)
+            print_msg(f"Epoch {self.stopped_epoch + 1}: early stopping")
         if self.restore_best_weights and self.best_weights is not None:
             if self.verbose > 0:
-                print(
+                print_msg(
                     "Restoring model weights from the end of the best epoch: "
-                    f"{self.best_epoch + 1}.",
-                    flush=True,
+                    f"{self.best_epoch + 1}."
                 )
             self.model.set_weights(self.best_weights)
 

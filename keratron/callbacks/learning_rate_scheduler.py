@@ -6,6 +6,7 @@ import numpy as np
 
 from keratron.callbacks.callback import Callback
 from keratron.callbacks.monitor_callback import to_float
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["LearningRateScheduler"]
 
@@ -66,10 +67,9 @@ class LearningRateScheduler(Callback):
             learning_rate = self._update_optimizer_lr(opt, epoch)
             if self.verbose > 0:
                 name = f"{opt.name} " if multi else ""
-                print(
+                print_msg(
                     f"\nEpoch {epoch + 1}: LearningRateScheduler setting {name}learning rate "
-                    f"to {learning_rate}.",
-                    flush=True,
+                    f"to {learning_rate}."
                 )
 
     def on_epoch_end(self, epoch, logs=None):

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from keratron.callbacks.monitor_callback import MonitorCallback
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["ModelCheckpoint"]
 
@@ -114,7 +115,7 @@ class ModelCheckpoint(MonitorCallback):
         logs = logs or {}
         if not self.save_best_only:
             if self.verbose > 0:
-                print(f"\nEpoch {epoch + 1}: saving model to {filepath}")
+                print_msg(f"\nEpoch {epoch + 1}: saving model to {filepath}")
             return True
         current = logs.get(self.monitor)
         if current is None:
@@ -133,14 +134,14 @@ class ModelCheckpoint(MonitorCallback):
         best = "None" if self.best is None else f"{self.best:.5f}"
         if self._is_improvement(current, self.best):
             if self.verbose > 0:
-                print(
+                print_msg(
                     f"\nEpoch {epoch + 1}: {self.monitor} improved from {best} to "
                     f"{current:.5f}, saving model to {filepath}"
                 )
             self.best = current
             return True
         if self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from {best}")
+            print_msg(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from {best}")
         return False
 
     def _save_model(self, epoch, batch, logs):
@@ -160,7 +161,7 @@ class ModelCheckpoint(MonitorCallback):
         else:
             self.model.save(filepath, overwrite=True)
         if self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: finished saving model to {filepath}")
+            print_msg(f"\nEpoch {epoch + 1}: finished saving model to {filepath}")
 
     def _get_file_path(self, epoch, batch, logs) -> str:
         logs = dict(logs or {})

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from keratron.callbacks.monitor_callback import MonitorCallback, to_float
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["ReduceLROnPlateau"]
 
@@ -89,10 +90,9 @@ class ReduceLROnPlateau(MonitorCallback):
             optimizer.learning_rate = new_lr
             if self.verbose > 0:
                 name_str = f" {name}" if name else ""
-                print(
+                print_msg(
                     f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing{name_str} learning rate "
-                    f"to {new_lr}.",
-                    flush=True,
+                    f"to {new_lr}."
                 )
             return True
         return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from keratron.callbacks.callback import Callback
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["TerminateOnNaN"]
 
@@ -35,5 +36,5 @@ class TerminateOnNaN(Callback):
                     f"NaN or Inf loss encountered at batch {batch}. Loss value: {loss}. "
                     "Terminating training immediately."
                 )
-            print(f"Batch {batch}: Invalid loss, terminating training", flush=True)
+            print_msg(f"Batch {batch}: Invalid loss, terminating training")
             self.model.stop_training = True

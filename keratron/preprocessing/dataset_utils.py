@@ -12,6 +12,7 @@ from keratron import ops
 from keratron.config import image_data_format
 from keratron.data import Dataset
 from keratron.utils.image_utils import img_to_array, load_img
+from keratron.utils.io_utils import print_msg
 
 __all__ = ["timeseries_dataset_from_array", "image_dataset_from_directory"]
 
@@ -219,9 +220,9 @@ def image_dataset_from_directory(
         )
     if verbose:
         if labels == "inferred":
-            print(f"Found {len(paths)} files belonging to {len(found_classes)} classes.")
+            print_msg(f"Found {len(paths)} files belonging to {len(found_classes)} classes.")
         else:
-            print(f"Found {len(paths)} files.")
+            print_msg(f"Found {len(paths)} files.")
     if shuffle:
         if seed is None:
             seed = np.random.randint(1e6)

@@ -97,14 +97,18 @@ def test_interactive_logging_switch(caplog, capsys):
             model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(1)])
             model.compile(optimizer="sgd", loss="mse")
             x = np.ones((8, 3), "float32")
-            model.fit(x, x[:, :1], epochs=2, batch_size=4, verbose=1)
+            stop = keratron.callbacks.EarlyStopping(
+                monitor="loss", patience=0, min_delta=100.0, verbose=1
+            )
+            model.fit(x, x[:, :1], epochs=3, batch_size=4, verbose=1, callbacks=[stop])
             model.summary()
         assert capsys.readouterr().out == ""
         logged = [r.getMessage() for r in caplog.records if r.name == "keratron"]
         # A finishing update shows its values as given (Keras: epoch-level values).
         assert logged[0].startswith("2/2 - 0s -") and logged[0].endswith("loss: 3.0000\n")
-        assert logged[1:5:2] == ["Epoch 1/2", "Epoch 2/2"]
+        assert logged[1:5:2] == ["Epoch 1/3", "Epoch 2/3"]
         assert all(re.fullmatch(r"\d+s - loss: \d\.\d{4}", m) for m in logged[2:5:2])
+        assert "Epoch 2: early stopping" in logged  # callbacks' messages are logged too
         assert any("Total params" in m for m in logged)
     finally:
         keratron.config.enable_interactive_logging()
