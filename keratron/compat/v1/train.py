@@ -13,6 +13,7 @@ import math
 from keratron import ops as kops
 from keratron.compat.v1 import array_ops, math_ops
 from keratron.compat.v1 import variables as variables_lib
+from keratron.compat.v1.checkpoint import Checkpoint, CheckpointManager
 from keratron.compat.v1.framework import (
     GraphKeys,
     convert_to_tensor,
@@ -63,6 +64,8 @@ from keratron.compat.v1.saver import (
 )
 
 __all__ = [
+    "Checkpoint",
+    "CheckpointManager",
     "Optimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",

@@ -38,7 +38,7 @@ from keratron.compat.v1.dtypes import (  # noqa: E402
     uint16,
 )
 from keratron.compat.v1.framework import DType, as_dtype
-from keratron.compat.v2 import debugging, linalg, math, nest, nn, random
+from keratron.compat.v2 import debugging, linalg, math, nest, nn, random, train
 from keratron.compat.v2.ops import (
     abs,
     add,
