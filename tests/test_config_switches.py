@@ -1,6 +1,9 @@
 """keras.config's switches: the debugging caps on epochs and steps (honoured by fit, evaluate
 and predict as in real Keras), unsafe deserialization, traceback filtering, flash attention."""
 
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -61,14 +64,9 @@ def test_caps_match_keras(caps, max_epochs, max_steps, steps_per_epoch):
     assert keratron.config.max_steps_per_epoch() == max_steps
 
 
-def test_caps_from_environment(tmp_path):
-    import subprocess
-    import sys
-
+def test_caps_from_environment():
     code = "import keratron as k; print(k.config.max_epochs(), k.config.max_steps_per_epoch())"
     env = {"KERAS_MAX_EPOCHS": "3", "KERAS_MAX_STEPS_PER_EPOCH": "7"}
-    import os
-
     out = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True
     )
