@@ -1,5 +1,6 @@
 """Global settings: float type, epsilon, image layout, device, kernel backend, float32 matmul
-precision, seeds.
+precision, seeds, and Keras's logging and debugging switches (interactive logging, traceback
+filtering, flash attention, unsafe deserialization, caps on epochs and steps).
 
 Mirrors `keras.config` / `keras.backend`. Importing this module touches no torch global
 state; only `set_float32_matmul_precision` (and TF's spelling of it) writes torch's TF32 flags,
