@@ -123,6 +123,9 @@ def test_matches_keras(arch, variant, tmp_path):
 @pytest.mark.parametrize("arch", ["ResNet50V2", pytest.param("VGG19", marks=pytest.mark.slow)])
 def test_matches_tf_keras_h5(arch, tmp_path):
     """tf.keras 2 writes the published files' layout natively with `save_weights("x.h5")`."""
+    # Keras 3 (torch backend) loads triton's LLVM through torch._dynamo; loaded after
+    # TensorFlow's, it aborts the process ("registered more than once"), so it goes first.
+    require("keras")
     tf_keras = require("tf_keras")
     kwargs = dict(weights=None, input_shape=INPUT_SHAPE, **VARIANTS["top"])
     tf_keras.backend.clear_session()
