@@ -173,3 +173,13 @@ def test_bad_arguments_raise_clear_errors(graph, build, match):
     x = tf.placeholder(tf.float32, [2, 3, 4])
     with pytest.raises((ValueError, TypeError), match=match):
         build(x)
+
+
+def test_residual_wrapper_needs_matching_sizes_and_the_default_residual(graph):
+    x = tf.placeholder(tf.float32, [2, 3, 4])
+    with pytest.raises(ValueError, match="input depth"):
+        tf.nn.dynamic_rnn(
+            tf.nn.rnn_cell.ResidualWrapper(tf.nn.rnn_cell.GRUCell(3)), x, dtype=tf.float32
+        )
+    with pytest.raises(ValueError, match="residual_fn"):
+        tf.nn.rnn_cell.ResidualWrapper(tf.nn.rnn_cell.GRUCell(4), residual_fn=lambda i, o: o)

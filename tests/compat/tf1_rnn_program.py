@@ -116,6 +116,25 @@ def bidirectional(tf, x):
     return [of, ob], _flat(sf) + [sb]
 
 
+def static_bidirectional(tf, x):
+    fw, bw = tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.BasicLSTMCell(2)
+    xs = tf.unstack(x, num=T, axis=1)
+    outs, sf, sb = tf.nn.static_bidirectional_rnn(fw, bw, xs, dtype=tf.float32,
+                                                  sequence_length=LENS)  # fmt: skip
+    return outs, [sf] + _flat(sb)
+
+
+def residual_and_concat_state(tf, x):
+    stack = tf.nn.rnn_cell.MultiRNNCell(
+        [
+            tf.nn.rnn_cell.LSTMCell(D, state_is_tuple=False, use_peepholes=True),
+            tf.nn.rnn_cell.ResidualWrapper(tf.nn.rnn_cell.GRUCell(D)),
+        ]
+    )
+    out, st = tf.nn.dynamic_rnn(stack, x, dtype=tf.float32)
+    return [out], _flat(st)
+
+
 def direct_call(tf, x):
     cell = tf.nn.rnn_cell.LSTMCell(4)
     state = cell.zero_state(B, tf.float32)
@@ -127,7 +146,8 @@ def direct_call(tf, x):
 
 
 CASES = [basic_lstm, lstm_concat_state_time_major, lstm_peephole_proj, gru_and_rnn, multi,
-         static, bidirectional, direct_call]  # fmt: skip
+         static, bidirectional, direct_call, static_bidirectional,
+         residual_and_concat_state]  # fmt: skip
 
 
 def run(tf):

@@ -255,6 +255,6 @@ random = _Namespace(
 contrib = _Namespace(
     rnn=_Namespace(
         **{n: getattr(nn.rnn_cell, n) for n in nn.rnn_cell.__all__},
-        static_rnn=nn.static_rnn,
+        static_rnn=nn.static_rnn, static_bidirectional_rnn=nn.static_bidirectional_rnn,
     ),
 )  # fmt: skip

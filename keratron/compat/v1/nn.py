@@ -304,9 +304,17 @@ __all__ += ["sigmoid", "tanh", "depthwise_conv2d"]
 
 # The recurrent cells and loops (rnn_cell.py, rnn.py).
 from keratron.compat.v1 import rnn_cell  # noqa: E402
-from keratron.compat.v1.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn  # noqa: E402
+from keratron.compat.v1.rnn import (  # noqa: E402
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+)
 
-__all__ += ["rnn_cell", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn"]
+__all__ += [
+    "rnn_cell", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn",
+    "static_bidirectional_rnn",
+]  # fmt: skip
 
 from keratron.compat.v1.candidate_sampling import (  # noqa: E402
     log_uniform_candidate_sampler,

@@ -15,7 +15,7 @@ from keratron.compat.v1 import variables as vs
 from keratron.compat.v1.framework import as_dtype, convert_to_tensor, make_op, op_scope
 from keratron.compat.v1.rnn_cell import _depth, lowerable
 
-__all__ = ["dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn"]
+__all__ = ["dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn", "static_bidirectional_rnn"]
 
 
 def _check_cell(cell, who):
@@ -235,3 +235,39 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             outputs.append(out)
             state = new
     return outputs, state
+
+
+def _reverse_list(xs, lens):
+    """The list of step tensors `xs` with each example's first `lens[b]` steps reversed."""
+    if lens is None:
+        return list(xs[::-1])
+
+    def lower(ctx, lv, *vs):
+        return tuple(kops.unstack(_reverse(kops.stack(list(vs), axis=0), lv), axis=0))
+
+    with op_scope(None, "ReverseSequence") as name:
+        specs = [(x.shape, x.dtype) for x in xs]
+        return list(make_op("ReverseSequence", name, [lens, *xs], lower, out_specs=specs).outputs)
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):  # fmt: skip
+    """A forward and a backward `static_rnn` over the list `inputs` (the backward one over
+    each example's first `sequence_length` steps reversed); returns `(outputs,
+    output_state_fw, output_state_bw)`, each output the concatenation of the two directions'."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError(
+            f"static_bidirectional_rnn: inputs must be a non-empty list. Received: {inputs!r}"
+        )
+    xs = [convert_to_tensor(x) for x in inputs]
+    lens = None if sequence_length is None else convert_to_tensor(sequence_length)
+    with vs.variable_scope(scope if scope is not None else "bidirectional_rnn"):
+        with vs.variable_scope("fw") as fw_scope:
+            out_fw, st_fw = static_rnn(cell_fw, xs, initial_state_fw, dtype, lens, fw_scope)
+        with vs.variable_scope("bw") as bw_scope:
+            tmp, st_bw = static_rnn(cell_bw, _reverse_list(xs, lens), initial_state_bw, dtype,
+                                    lens, bw_scope)  # fmt: skip
+            out_bw = _reverse_list(tmp, lens)
+    outputs = [array_ops.concat([f, b], 1) for f, b in zip(out_fw, out_bw)]
+    return outputs, st_fw, st_bw

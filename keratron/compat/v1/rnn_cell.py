@@ -35,6 +35,7 @@ __all__ = [
     "GRUCell",
     "MultiRNNCell",
     "DropoutWrapper",
+    "ResidualWrapper",
     "LSTMStateTuple",
 ]
 
@@ -44,7 +45,7 @@ def lowerable(cell) -> bool:
     `dynamic_rnn` unrolls it inside one op, for any number of time steps)."""
     if isinstance(cell, MultiRNNCell):
         return all(lowerable(c) for c in cell._cells)
-    if isinstance(cell, DropoutWrapper):
+    if isinstance(cell, (DropoutWrapper, ResidualWrapper)):
         return lowerable(cell._cell)
     return type(cell)._kstep is not None
 
@@ -568,6 +569,53 @@ class DropoutWrapper(RNNCell):
         if keep[1] is not None:
             out = self._drop(out, keep[1])
         return out, new
+
+
+class ResidualWrapper(RNNCell):
+    """A cell whose output is its input plus the wrapped cell's output (the sizes must be
+    equal); the state is the wrapped cell's.
+
+    Raises:
+        ValueError: `residual_fn` is given (only TF's default, `inputs + outputs`, is
+            supported).
+    """
+
+    def __init__(self, cell, residual_fn=None):
+        super().__init__()
+        if residual_fn is not None:
+            raise ValueError(
+                "ResidualWrapper: residual_fn is not supported (the default inputs + outputs "
+                f"is). Received: residual_fn={residual_fn!r}"
+            )
+        _require_lowerable(cell, "ResidualWrapper")
+        self._cell = cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def _build(self, input_depth, scope=None):
+        out = tree.flatten(self._cell.output_size)[0]
+        if input_depth != out:
+            raise ValueError(
+                f"ResidualWrapper: the input depth must equal the cell's output size {out}. "
+                f"Received: input depth {input_depth}"
+            )
+        self._cell._build(input_depth, scope)
+
+    def _variables_list(self):
+        return self._cell._variables_list()
+
+    def _params(self):
+        return self._cell._params()
+
+    def _kstep(self, x, state, params):
+        out, new = self._cell._kstep(x, state, params)
+        return x + out, new
 
 
 def _lstm_c_leaves(structure) -> list:
