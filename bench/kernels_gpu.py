@@ -17,10 +17,15 @@ gradient GEMMs. It prints both sides' milliseconds, the recurrence alone under e
 plan (whole sequence, and a launch per step), and the largest difference of the outputs and
 of every gradient from cuDNN's.
 
-Run on a machine with a GPU: `python bench/kernels_gpu.py [--dtype float16] [--only matmul]`.
-It exits with a message when CUDA is not available; `--only lstm_cudnn --dry-run` checks the
-LSTM comparison's set-up and arithmetic on CPU tensors instead (no timing, torch's own
-fallback standing in for the routes).
+Run on a machine with a GPU: `python bench/kernels_gpu.py [--dtype bfloat16] [--only matmul]
+[--json times.json]`; `--json` also writes every case's times, which `python -m
+tools.kernels_aot --measured times.json` prints beside the roofline of each case. Float32
+runs with TF32 dots on both sides (cuBLAS, cuDNN) unless `--ieee`. It exits with a message
+when CUDA is not available. On CPU, `--dry-run` checks the set-up instead, with no timing:
+`--only lstm_cudnn --dry-run` the LSTM comparison's arithmetic (torch's own fallback standing
+in for the routes), and the matmul, conv and xent families the launches each case's route
+makes (recorded on meta tensors as on a 132-SM H100, no kernel run), so that a case a route
+would decline (NotImplementedError) or a launcher that fails shows before a GPU run.
 """
 
 from __future__ import annotations
@@ -174,6 +179,9 @@ def matmul_cases(dtype):
         ),
         c(dtype, "LSTM input projection 64*50x256 @ 256x1024", 64 * 50, 256, 1024),
         c(dtype, "LSTM recurrent step 64x256 @ 256x1024", 64, 256, 1024, bias=False),
+        # Small M with K and N in the thousands: the launcher splits K.
+        c(dtype, "LSTM recurrent step 64x1024 @ 1024x4096", 64, 1024, 4096, bias=False),
+        c(dtype, "Dense 128x4096 @ 4096x1024 +relu", 128, 4096, 1024, activation="relu"),
     ]
 
 
@@ -393,7 +401,30 @@ FAMILIES = {
 
 
 # ------------------------------------------------------------------------------ timing
-def run_case(label, op, vals, params, flops, do_bench) -> None:
+def dry_run_case(label, op, vals, params, flops) -> bool:
+    """Calls the route of one case on meta tensors while the launch specs record (as on a
+    132-SM H100); prints the kernels it would launch. False when the route declines."""
+    from keratron.triton_kernels._common import record_launches
+
+    route = load_route(op)
+    if route is None:
+        return True
+    with torch.no_grad(), record_launches(132) as launches:
+        try:
+            route(*vals, **params)
+        except NotImplementedError as e:
+            print(f"  [unsupported] {label}: {e}")
+            return False
+    kernels = []
+    for kernel, _, meta in launches:
+        tiles = [f"{k[6:]}{v}" for k, v in meta.items() if k.startswith("BLOCK_")]
+        warps = f" w{meta['num_warps']} s{meta['num_stages']}" if "num_warps" in meta else ""
+        kernels.append(f"{kernel.name}[{' '.join(tiles)}{warps}]")
+    print(f"  {label:<46} {flops / 1e9:9.3f} GFLOP | {', '.join(kernels)}")
+    return bool(launches)
+
+
+def run_case(label, op, vals, params, flops, do_bench, results=None) -> None:
     route = load_route(op)
     if route is None:
         return
@@ -412,11 +443,47 @@ def run_case(label, op, vals, params, flops, do_bench) -> None:
         ms_k = do_bench(lambda: route(*vals, **params))
         ms_t = do_bench(lambda: impl(*vals, **params))
     nbytes = _nbytes(*vals) + _nbytes(*ref)
+    if results is not None:
+        results.append(
+            dict(op=op, case=_base_label(label), triton_us=ms_k * 1e3, torch_us=ms_t * 1e3)
+        )
     print(
         f"  {label:<46} triton {flops / ms_k * 1e-9:8.2f} TFLOP/s {nbytes / ms_k * 1e-6:8.1f} GB/s"
         f" | torch {flops / ms_t * 1e-9:8.2f} TFLOP/s {nbytes / ms_t * 1e-6:8.1f} GB/s"
         f" | ratio {ms_t / ms_k:5.2f} | rel. err {err:.1e}"
     )
+
+
+def _base_label(label: str) -> str:
+    """The case label shared by a primitive's forward and backward (the roofline's key)."""
+    for suffix in (" grad-input", " grad-filter", " backward", " grad"):
+        if label.endswith(suffix):
+            return label[: -len(suffix)]
+    return label
+
+
+def write_json(path: str, dtype: str, device: str, results: list) -> None:
+    """Writes the times as `tools.kernels_aot --measured` reads them."""
+    import json
+
+    with open(path, "w") as f:
+        json.dump(dict(device=device, dtype=dtype, results=results), f, indent=1)
+
+
+def dry_run(dtype, families) -> int:
+    """`dry_run_case` over every case of `families` (matmul, conv, xent) on meta tensors."""
+    global DEVICE
+    previous, DEVICE = DEVICE, "meta"
+    ok = True
+    try:
+        for family in families:
+            print(f"{family}:")
+            for cases in FAMILIES[family](dtype):
+                for case in cases:
+                    ok = dry_run_case(*case) and ok
+    finally:
+        DEVICE = previous
+    return 0 if ok else 1
 
 
 def main(argv=None) -> int:
@@ -425,13 +492,20 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=sorted(FAMILIES), action="append", help="repeatable")
     parser.add_argument("--ieee", action="store_true", help="float32 products without TF32")
     parser.add_argument(
-        "--dry-run", action="store_true", help="lstm_cudnn only: check the set-up on CPU"
+        "--dry-run", action="store_true", help="check the set-up on CPU (no timing)"
     )
+    parser.add_argument("--json", help="also write the times to this JSON file")
     args = parser.parse_args(argv)
     if args.dry_run:
-        if args.only != ["lstm_cudnn"]:
-            parser.error("--dry-run checks the lstm_cudnn family only: add --only lstm_cudnn")
-        return lstm_cudnn_dry_run(torch.float64)
+        if args.only == ["lstm_cudnn"]:
+            return lstm_cudnn_dry_run(torch.float64)
+        families = args.only or ["matmul", "conv", "xent"]
+        if set(families) - {"matmul", "conv", "xent"}:
+            parser.error(
+                "--dry-run checks lstm_cudnn alone, or any of matmul, conv and xent. "
+                f"Received: --only {families}"
+            )
+        return dry_run(_DTYPES[args.dtype], families)
     if not torch.cuda.is_available():
         print(
             "bench/kernels_gpu.py: CUDA is not available on this machine; these benchmarks "
@@ -447,6 +521,7 @@ def main(argv=None) -> int:
     # cuDNN calls alike (the setter writes torch's TF32 flags too).
     keratron.config.set_float32_matmul_precision("ieee" if args.ieee else "tf32")
     print(f"{torch.cuda.get_device_name()}, {args.dtype}, torch {torch.__version__}")
+    results = []
     for family in args.only or list(FAMILIES):
         print(f"{family}:")
         if family == "lstm_cudnn":
@@ -455,7 +530,9 @@ def main(argv=None) -> int:
             continue
         for cases in FAMILIES[family](dtype):
             for case in cases:
-                run_case(*case, do_bench)
+                run_case(*case, do_bench, results)
+        if args.json:  # after each family, so a run cut short keeps what it measured
+            write_json(args.json, args.dtype, torch.cuda.get_device_name(), results)
     return 0
 
 

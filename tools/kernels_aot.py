@@ -68,6 +68,7 @@ __all__ = [
     "kernel_modules",
     "collect_specs",
     "autotune_configs",
+    "launch_configs",
     "bench_launches",
     "run_case",
     "specialise",
@@ -81,6 +82,8 @@ __all__ = [
     "resource_table",
     "resource_summary",
     "roofline_table",
+    "measured_times",
+    "matmul_plan",
     "main",
 ]
 
@@ -263,6 +266,16 @@ def autotune_configs(kernel: str) -> list:
     return [(dict(c.kwargs), c.num_warps, c.num_stages) for c in launch_specs()[kernel].configs]
 
 
+def launch_configs(kernel: str, meta: dict) -> list:
+    """`(meta-parameters, num_warps, num_stages)` a recorded launch of `kernel` may run at:
+    the config its launcher chose (recorded in `meta` with its num_warps and num_stages, as
+    the matmul launcher records its shape-and-device plan), else every autotune config."""
+    if "num_warps" in meta:
+        names = launch_specs()[kernel].configs[0].kwargs
+        return [({n: meta[n] for n in names}, meta["num_warps"], meta["num_stages"])]
+    return autotune_configs(kernel)
+
+
 # ------------------------------------------------------------------------------ benchmark shapes
 # The shapes of bench/kernels_gpu.py (same labels), which launches every kernel with sparse
 # labels, no LSTM mask, SAME padding and the activations below.
@@ -279,6 +292,9 @@ MATMUL_CASES = [  # (label, M, K, N, bias, activation)
     ("InceptionV3 1x1 b32 8*8x2048 @ 2048x320", 32 * 8 * 8, 2048, 320, True, "relu"),
     ("LSTM input projection 64*50x256 @ 256x1024", 64 * 50, 256, 1024, True, None),
     ("LSTM recurrent step 64x256 @ 256x1024", 64, 256, 1024, False, None),
+    # Small M with K and N in the thousands: split-K.
+    ("LSTM recurrent step 64x1024 @ 1024x4096", 64, 1024, 4096, False, None),
+    ("Dense 128x4096 @ 4096x1024 +relu", 128, 4096, 1024, True, "relu"),
 ]
 CONV_CASES = [  # (label, N, H, W, C, KH, KW, F, stride, groups, activation)
     ("MobileNet conv1 b32 3x3/2 224x224x3->32", 32, 224, 224, 3, 3, 3, 32, 2, 1, None),
@@ -443,12 +459,13 @@ def specialise(fn, args, meta) -> tuple:
 
 def benchmark_specs(dtypes=("float32",)) -> list:
     """One spec per distinct JIT specialisation of the benchmark launches in `dtypes` and per
-    autotune config of its kernel (launches that specialise alike share their specs)."""
+    config each may run at (`launch_configs`; launches that specialise alike share their
+    specs)."""
     specs, seen = [], set()
     launches = [launch for dtype in dtypes for launch in bench_launches(dtype)]
     for module, kernel, args, meta, case in launches:
         fn = _kernel(module, kernel)
-        for i, (tiles, warps, stages) in enumerate(autotune_configs(kernel)):
+        for i, (tiles, warps, stages) in enumerate(launch_configs(kernel, meta)):
             sig, consts, divisible = specialise(fn, args, {**meta, **tiles})
             key = (module, kernel, sig, consts, divisible, warps, stages)
             if key in seen:
@@ -782,15 +799,74 @@ def _fmt_time(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds < 1e-2 else f"{seconds * 1e3:.2f} ms"
 
 
-def roofline_table(dtype: str = "float32") -> str:
+# The last measured figures: bench/kernels_h100.md's table (float32), and JSON files that
+# `bench/kernels_gpu.py --json` writes, passed with --measured.
+MEASURED_DEFAULT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "kernels_h100.md"
+)
+_MD_ROW = re.compile(r"^\|\s*(\w+)\s*\|\s*`([^`]+)`\s*\|.*\|\s*([\d.]+) us\s*\|\s*([\d.]+) us\s*\|"
+                     r"\s*[\d.]+\s*\|\s*$")  # fmt: skip
+
+
+def measured_times(paths=(MEASURED_DEFAULT,)) -> dict:
+    """{(dtype, op, case label): (Triton seconds, torch seconds)} from the measurement files
+    that exist among `paths`: a markdown table as bench/kernels_h100.md has it (op, case in
+    backquotes, ..., Triton us, torch us, ratio; float32), or a JSON file of
+    `bench/kernels_gpu.py --json` ({"dtype": ..., "results": [{"op", "case", "triton_us",
+    "torch_us"}, ...]}). Later files override earlier ones.
+
+    Example:
+        >>> measured_times(["/nonexistent.md"])
+        {}
+    """
+    import json
+
+    out = {}
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read()
+        if path.endswith(".json"):
+            data = json.loads(text)
+            for r in data["results"]:
+                key = (data["dtype"], r["op"], r["case"])
+                out[key] = (r["triton_us"] * 1e-6, r["torch_us"] * 1e-6)
+            continue
+        for line in text.splitlines():
+            m = _MD_ROW.match(line.strip())
+            if m:
+                op, case, triton_us, torch_us = m.groups()
+                out[("float32", op, case)] = (float(triton_us) * 1e-6, float(torch_us) * 1e-6)
+    return out
+
+
+def matmul_plan(label: str, dtype: str = "float32") -> str:
+    """The config the matmul launcher plans for benchmark case `label` on the benchmarks' GPU
+    (sm_90, BENCH_SMS), e.g. "M128 N256 K16 w8 s3" or "M64 N64 K32 w4 s4 split-K 4"."""
+    _, m, k, n, _, _ = next(c for c in MATMUL_CASES if c[0] == label)
+    mm = _import("_matmul")
+    p = mm.plan(m, n, k, 1, getattr(torch, dtype), (9, 0), BENCH_SMS)
+    cfg = p.config
+    text = f"M{cfg.kwargs['BLOCK_M']} N{cfg.kwargs['BLOCK_N']} K{cfg.kwargs['BLOCK_K']} "
+    text += f"w{cfg.num_warps} s{cfg.num_stages}"
+    return text + (f" split-K {p.split}" if p.split > 1 else "")
+
+
+def roofline_table(dtype: str = "float32", measured=None) -> str:
     """Per benchmark launch: FLOPs, DRAM bytes, intensity, and on each of `GPUS` the roofline
     time with its bound, then the launch floor and the expected time on each GPU (the larger
-    of roofline and floor)."""
+    of roofline and floor); the config the matmul launcher plans on an H100; and, where
+    `measured` (from `measured_times`) has the case in `dtype`, the last measured Triton and
+    torch times and the Triton time over the SXM expectation."""
+    measured = measured or {}
     head = f"{'op':<27} {'kernels':<27} {'case':<44} {'GFLOP':>8} {'MB':>8} {'FLOP/B':>6}"
     for gpu in GPUS:
         head += f" | {gpu.name:>10} {'bound':<7}"
     head += f" | {'floor':>8} | " + " ".join(f"{'expect ' + g.name[5:]:>11}" for g in GPUS)
+    head += f" | {'plan (H100)':<30} | {'measured':>10} {'torch':>10} {'/expect':>7}"
     lines = [head, "-" * len(head)]
+    matmul_labels = {c[0] for c in MATMUL_CASES}
     for w in workloads(dtype):
         nbytes = w.nbytes + w.reread
         row = (
@@ -804,6 +880,13 @@ def roofline_table(dtype: str = "float32") -> str:
             expect.append(max(seconds, w.launches * LAUNCH_S))
         row += f" | {_fmt_time(w.launches * LAUNCH_S):>8} | "
         row += " ".join(f"{_fmt_time(t):>11}" for t in expect)
+        plan = matmul_plan(w.label, dtype) if w.label in matmul_labels else "autotuned"
+        row += f" | {plan:<30} | "
+        got = measured.get((dtype, w.op, w.label))
+        if got is None:
+            row += f"{'-':>10} {'-':>10} {'-':>7}"
+        else:
+            row += f"{_fmt_time(got[0]):>10} {_fmt_time(got[1]):>10} {got[0] / expect[0]:6.1f}x"
         lines.append(row)
     return "\n".join(lines)
 
@@ -831,6 +914,13 @@ def main(argv=None) -> int:
         help="benchmark launches to specialise, comma-separated float32, float16, bfloat16",
     )
     parser.add_argument("--roofline-only", action="store_true", help="skip the compiles")
+    parser.add_argument(
+        "--measured",
+        action="append",
+        default=[],
+        help="a JSON file of `bench/kernels_gpu.py --json` (repeatable); "
+        "bench/kernels_h100.md is read first when it exists",
+    )
     args = parser.parse_args(argv)
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = [t for t in targets if t not in SMS]
@@ -840,6 +930,10 @@ def main(argv=None) -> int:
     unknown = [d for d in bench_dtypes if d not in _ELEMENT_BYTES]
     if unknown:
         parser.error(f"--bench-dtypes: expected {sorted(_ELEMENT_BYTES)}. Received: {unknown}")
+    missing = [p for p in args.measured if not os.path.exists(p)]
+    if missing:
+        parser.error(f"--measured: no such file. Received: {missing}")
+    measured = measured_times([MEASURED_DEFAULT, *args.measured])
     status = 0
     if not args.roofline_only:
         specs = all_specs(bench_dtypes)
@@ -864,7 +958,7 @@ def main(argv=None) -> int:
         peaks = "TF32 tensor cores" if dtype == "float32" else "bf16 tensor cores"
         print(f"\nRoofline, {dtype} ({peaks} for dots, fp32 CUDA cores for row and depthwise "
               f"kernels; launch floor {LAUNCH_S * 1e6:.0f} us)\n")  # fmt: skip
-        print(roofline_table(dtype))
+        print(roofline_table(dtype, measured))
     return status
 
 

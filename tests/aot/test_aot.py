@@ -82,7 +82,7 @@ def test_benchmark_launches_are_compiled_at_every_config(specs):
             for s in bench}  # fmt: skip
     for module, kernel, args, meta, case in aot.bench_launches():
         fn = aot._kernel(module, kernel)
-        for tiles, warps, stages in aot.autotune_configs(kernel):
+        for tiles, warps, stages in aot.launch_configs(kernel, meta):
             sig, consts, divisible = aot.specialise(fn, args, {**meta, **tiles})
             assert (kernel, sig, consts, divisible, warps, stages) in keys, (kernel, case, tiles)
 
