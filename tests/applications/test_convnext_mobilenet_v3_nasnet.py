@@ -241,6 +241,7 @@ def test_matches_tf_keras_h5(arch, kwargs, low, tmp_path):
     model.load_weights(str(tmp_path / "tf_keras.h5"))
     assert_same_weights(model, values)
     assert_close(model(saved["x"], training=False).numpy(), saved["y"])
+    assert_close(model.predict(saved["x"], verbose=0), saved["y"])  # the compiled plan too
 
 
 def test_compiled_predict_matches_eager_on_a_nasnet_cell():
