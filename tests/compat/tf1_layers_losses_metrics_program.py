@@ -1,5 +1,5 @@
 # ruff: noqa: E501, F403, F405
-"""One TF1 program over tf.layers, tf.losses, tf.metrics, tf.nn.lrn and
+"""One TF1 program over tf.layers (2-D, 1-D, transposed), tf.losses, tf.metrics, tf.nn.lrn and
 tf.train.ExponentialMovingAverage, run by
 tests/compat/test_v1_layers_losses_metrics.py under keratron and recorded under TensorFlow:
 
@@ -230,6 +230,34 @@ def run(tf):
             }
             s.run(tf.local_variables_initializer())
             out["metric_reset"] = float(s.run(ms["accuracy"][0]))
+    # ---------------------------------------------------------------- 1-D and transposed
+    g = tf.Graph()
+    with g.as_default():
+        seq = tf.placeholder(tf.float32, [None, 7, 2])
+        c1 = tf.layers.conv1d(seq, 3, 3, strides=2, padding="same", activation=tf.nn.relu,
+                              kernel_initializer=tf.constant_initializer(CK[0, :, :, :3]),
+                              bias_initializer=tf.constant_initializer(0.1))  # fmt: skip
+        m1 = tf.layers.max_pooling1d(c1, 2, 1)
+        a1 = tf.layers.average_pooling1d(seq, 3, 2, padding="same")
+        img = tf.placeholder(tf.float32, [None, 5, 5, 2])
+        ct = tf.layers.conv2d_transpose(img, 3, 3, strides=2, padding="same",
+                                        kernel_initializer=tf.constant_initializer(CK[..., :3].transpose(0, 1, 3, 2)),
+                                        bias_initializer=tf.constant_initializer(-0.05))  # fmt: skip
+        cv = tf.layers.conv2d_transpose(img, 2, (2, 3), strides=(1, 2), activation=tf.nn.tanh)
+        out["names_1d"] = [v.name for v in tf.global_variables()]
+        out["shapes_1d"] = [t.shape.as_list() for t in (c1, m1, a1, ct, cv)]
+        seq_v = IMG[:, 0]  # (2, 5, 2) -> pad in time to 7
+        seq_v = np.concatenate([seq_v, seq_v[:, :2] * -1.0], axis=1)
+        grads = tf.gradients(
+            tf.reduce_sum(m1 * m1) + tf.reduce_sum(ct * ct) + tf.reduce_sum(a1), [seq, img]
+        )
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            r = s.run([c1, m1, a1, ct] + grads, {seq: seq_v, img: IMG})
+            out["conv1d"], out["maxpool1d"], out["avgpool1d"] = (a.tolist() for a in r[:3])
+            out["conv2d_transpose"] = r[3][0, :3].tolist()
+            out["grads_1d"] = [r[4].tolist(), r[5][1, 2:].tolist()]
+
     # ---------------------------------------------------------------- lrn, zero_fraction, EMA
     g = tf.Graph()
     with g.as_default():

@@ -35,14 +35,22 @@ from keratron.compat.v1.framework import (
 __all__ = [
     "Layer",
     "Dense",
+    "Conv1D",
     "Conv2D",
+    "Conv2DTranspose",
+    "MaxPooling1D",
+    "AveragePooling1D",
     "MaxPooling2D",
     "AveragePooling2D",
     "Dropout",
     "Flatten",
     "BatchNormalization",
     "dense",
+    "conv1d",
     "conv2d",
+    "conv2d_transpose",
+    "max_pooling1d",
+    "average_pooling1d",
     "max_pooling2d",
     "average_pooling2d",
     "dropout",
@@ -54,13 +62,13 @@ __all__ = [
 _FUSABLE = {nn.relu: "relu", nn.relu6: "relu6", nn.sigmoid: "sigmoid", nn.tanh: "tanh"}
 
 
-def _pair(value, what, layer):
+def _tuple(value, n, what, layer):
     if isinstance(value, int):
-        return (value, value)
+        return (value,) * n
     value = tuple(value)
-    if len(value) != 2 or not all(isinstance(v, int) for v in value):
+    if len(value) != n or not all(isinstance(v, int) for v in value):
         raise ValueError(
-            f"Layer '{layer}': `{what}` must be an int or a tuple of 2 ints. Received: {value}"
+            f"Layer '{layer}': `{what}` must be an int or a tuple of {n} ints. Received: {value}"
         )
     return value
 
@@ -261,29 +269,31 @@ class Dense(Layer):
 
 
 # ---------------------------------------------------------------------------- Conv2D
-class Conv2D(Layer):
-    """`tf.layers.Conv2D`: a 2-D convolution with an HWIO kernel `(kh, kw, in, filters)`."""
+class _Conv(Layer):
+    """A `rank`-D convolution with kernel `kernel_size + (in, filters)` (TF's layout)."""
 
-    _base_name = "conv2d"
+    _rank = 2
+    _op_type = "Conv2D"
 
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
-                 data_format="channels_last", dilation_rate=(1, 1), activation=None,
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, activation=None,
                  use_bias=True, kernel_initializer=None, bias_initializer=None,
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
                  **kwargs):  # fmt: skip
         super().__init__(trainable=trainable, name=name, reuse=kwargs.pop("_reuse", None))
+        what, n = self._base_name, self._rank
         if not isinstance(filters, int) or filters <= 0:
             raise ValueError(
-                "Layer 'conv2d': `filters` must be a positive integer. "
+                f"Layer '{what}': `filters` must be a positive integer. "
                 f"Received: filters={filters!r}"
             )
         self.filters = filters
-        self.kernel_size = _pair(kernel_size, "kernel_size", "conv2d")
-        self.strides = _pair(strides, "strides", "conv2d")
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate", "conv2d")
-        self.padding = _padding(padding, "conv2d")
-        self.data_format = _data_format(data_format, "conv2d")
+        self.kernel_size = _tuple(kernel_size, n, "kernel_size", what)
+        self.strides = _tuple(strides, n, "strides", what)
+        self.dilation_rate = _tuple(dilation_rate, n, "dilation_rate", what)
+        self.padding = _padding(padding, what)
+        self.data_format = _data_format(data_format, what)
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
@@ -292,17 +302,20 @@ class Conv2D(Layer):
         self.bias_regularizer = bias_regularizer
         self.kernel = self.bias = None
 
+    def _kernel_shape(self, channels) -> list:
+        return list(self.kernel_size) + [channels, self.filters]
+
     def build(self, input_shape):
         dims = input_shape.dims
         axis = -1 if self.data_format == "channels_last" else 1
-        if dims is None or len(dims) != 4 or dims[axis] is None:
+        if dims is None or len(dims) != self._rank + 2 or dims[axis] is None:
             raise ValueError(
-                "Layer 'conv2d': the inputs must be 4-D with a known channel dimension. "
-                f"Received: input_shape={input_shape}"
+                f"Layer '{self._base_name}': the inputs must be {self._rank + 2}-D with a known "
+                f"channel dimension. Received: input_shape={input_shape}"
             )
         self.kernel = self.add_weight(
-            "kernel", list(self.kernel_size) + [dims[axis], self.filters],
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+            "kernel", self._kernel_shape(dims[axis]), initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
         )  # fmt: skip
         if self.use_bias:
             self.bias = self.add_weight(
@@ -310,40 +323,78 @@ class Conv2D(Layer):
                 regularizer=self.bias_regularizer,
             )  # fmt: skip
 
+    def _compute(self, x, k, bias, fused):
+        return kops.fused_conv(
+            x, k, bias, activation=fused, strides=self.strides, padding=self.padding,
+            data_format=self.data_format, dilation_rate=self.dilation_rate,
+        )  # fmt: skip
+
     def call(self, inputs):
         fused = _fusable(self.activation)
 
         def lower(ctx, x, k, *b):
-            return kops.fused_conv(
-                x, k, b[0] if b else None, activation=fused, strides=self.strides,
-                padding=self.padding, data_format=self.data_format,
-                dilation_rate=self.dilation_rate,
-            )  # fmt: skip
+            return self._compute(x, k, b[0] if b else None, fused)
 
         ins = [inputs, self.kernel.value()] + ([self.bias.value()] if self.use_bias else [])
-        with op_scope(None, "Conv2D") as scope:
-            out = make_op("Conv2D", scope, ins, lower).outputs[0]
+        with op_scope(None, self._op_type) as scope:
+            out = make_op(self._op_type, scope, ins, lower).outputs[0]
         return _activation(out, self.activation, fused)
 
 
+class Conv1D(_Conv):
+    """`tf.layers.Conv1D`: a 1-D convolution with kernel `(width, in, filters)`."""
+
+    _base_name = "conv1d"
+    _rank = 1
+    _op_type = "conv1d"
+
+
+class Conv2D(_Conv):
+    """`tf.layers.Conv2D`: a 2-D convolution with an HWIO kernel `(kh, kw, in, filters)`."""
+
+    _base_name = "conv2d"
+
+
+class Conv2DTranspose(_Conv):
+    """`tf.layers.Conv2DTranspose`: the gradient of a convolution, kernel
+    `(kh, kw, filters, in)`; 'same' padding multiplies the size by the stride."""
+
+    _base_name = "conv2d_transpose"
+    _op_type = "conv2d_transpose"
+
+    def _kernel_shape(self, channels) -> list:
+        return list(self.kernel_size) + [self.filters, channels]
+
+    def _compute(self, x, k, bias, fused):
+        out = kops.conv_transpose(
+            x, k, strides=self.strides, padding=self.padding, data_format=self.data_format,
+            dilation_rate=self.dilation_rate,
+        )  # fmt: skip
+        if bias is not None:
+            shape = (1, -1) + (1,) * self._rank if self.data_format == "channels_first" else (-1,)
+            out = out + kops.reshape(bias, shape)
+        return out if fused is None else getattr(kops, fused)(out)
+
+
 # ---------------------------------------------------------------------------- pooling
-class _Pooling2D(Layer):
+class _Pooling(Layer):
     _fn = None
     _op_type = ""
+    _rank = 2
 
     def __init__(self, pool_size, strides, padding="valid", data_format="channels_last",
                  name=None, **kwargs):  # fmt: skip
         super().__init__(name=name)
-        what = self._base_name
-        self.pool_size = _pair(pool_size, "pool_size", what)
-        self.strides = _pair(strides, "strides", what)
+        what, n = self._base_name, self._rank
+        self.pool_size = _tuple(pool_size, n, "pool_size", what)
+        self.strides = _tuple(strides, n, "strides", what)
         self.padding = _padding(padding, what)
         self.data_format = _data_format(data_format, what)
 
     def call(self, inputs):
-        if inputs.shape.ndims not in (None, 4):
+        if inputs.shape.ndims not in (None, self._rank + 2):
             raise ValueError(
-                f"Layer '{self._base_name}': the inputs must be 4-D. "
+                f"Layer '{self._base_name}': the inputs must be {self._rank + 2}-D. "
                 f"Received: input_shape={inputs.shape}"
             )
         fn = type(self)._fn
@@ -358,7 +409,25 @@ class _Pooling2D(Layer):
             return make_op(self._op_type, scope, [inputs], lower).outputs[0]
 
 
-class MaxPooling2D(_Pooling2D):
+class MaxPooling1D(_Pooling):
+    """`tf.layers.MaxPooling1D`."""
+
+    _base_name = "max_pooling1d"
+    _fn = staticmethod(kops.max_pool)
+    _op_type = "MaxPool"
+    _rank = 1
+
+
+class AveragePooling1D(_Pooling):
+    """`tf.layers.AveragePooling1D`."""
+
+    _base_name = "average_pooling1d"
+    _fn = staticmethod(kops.average_pool)
+    _op_type = "AvgPool"
+    _rank = 1
+
+
+class MaxPooling2D(_Pooling):
     """`tf.layers.MaxPooling2D`."""
 
     _base_name = "max_pooling2d"
@@ -366,7 +435,7 @@ class MaxPooling2D(_Pooling2D):
     _op_type = "MaxPool"
 
 
-class AveragePooling2D(_Pooling2D):
+class AveragePooling2D(_Pooling):
     """`tf.layers.AveragePooling2D`."""
 
     _base_name = "average_pooling2d"
@@ -595,6 +664,46 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
         trainable=trainable, name=name, _reuse=reuse,
     )  # fmt: skip
     return layer(inputs)
+
+
+def conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+           dilation_rate=1, activation=None, use_bias=True, kernel_initializer=None,
+           bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+           trainable=True, name=None, reuse=None):  # fmt: skip
+    """`tf.layers.conv1d`: a `Conv1D` layer applied once."""
+    layer = Conv1D(
+        filters, kernel_size, strides, padding, data_format, dilation_rate, activation,
+        use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+        trainable=trainable, name=name, _reuse=reuse,
+    )  # fmt: skip
+    return layer(inputs)
+
+
+def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):  # fmt: skip
+    """`tf.layers.conv2d_transpose`: a `Conv2DTranspose` layer applied once."""
+    layer = Conv2DTranspose(
+        filters, kernel_size, strides, padding, data_format, 1, activation, use_bias,
+        kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+        trainable=trainable, name=name, _reuse=reuse,
+    )  # fmt: skip
+    return layer(inputs)
+
+
+def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):  # fmt: skip
+    """`tf.layers.max_pooling1d`."""
+    return MaxPooling1D(pool_size, strides, padding, data_format, name=name)(inputs)
+
+
+def average_pooling1d(inputs, pool_size, strides, padding="valid",
+                      data_format="channels_last", name=None):  # fmt: skip
+    """`tf.layers.average_pooling1d`."""
+    return AveragePooling1D(pool_size, strides, padding, data_format, name=name)(inputs)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
