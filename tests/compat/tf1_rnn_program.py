@@ -135,6 +135,17 @@ def residual_and_concat_state(tf, x):
     return [out], _flat(st)
 
 
+def bidirectional_stacked_lstms(tf, x):
+    fw = tf.nn.rnn_cell.LSTMCell(2, forget_bias=0.3)
+    bw = tf.nn.rnn_cell.MultiRNNCell(
+        [tf.nn.rnn_cell.BasicLSTMCell(3), tf.nn.rnn_cell.LSTMCell(2, state_is_tuple=False)]
+    )
+    (of, ob), (sf, sb) = tf.nn.bidirectional_dynamic_rnn(
+        fw, bw, x, sequence_length=LENS, dtype=tf.float32, scope="bi"
+    )
+    return [of, ob], _flat(sf) + _flat(sb)
+
+
 def direct_call(tf, x):
     cell = tf.nn.rnn_cell.LSTMCell(4)
     state = cell.zero_state(B, tf.float32)
@@ -147,7 +158,7 @@ def direct_call(tf, x):
 
 CASES = [basic_lstm, lstm_concat_state_time_major, lstm_peephole_proj, gru_and_rnn, multi,
          static, bidirectional, direct_call, static_bidirectional,
-         residual_and_concat_state]  # fmt: skip
+         residual_and_concat_state, bidirectional_stacked_lstms]  # fmt: skip
 
 
 def run(tf):

