@@ -119,9 +119,9 @@ def test_matches_keras(arch, variant, tmp_path):
         assert_same_weights(model, values)
 
 
-@pytest.mark.interop
 # Slow: the fast suite checks tf.keras's own writer on Xception (test_xception_densenet.py), and
 # Keras 3's writer of the same layout on every model above.
+@pytest.mark.interop
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["ResNet50V2", "VGG19"])
 def test_matches_tf_keras_h5(arch, tmp_path):
