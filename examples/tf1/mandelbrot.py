@@ -60,5 +60,5 @@ for i in range(200):
 counts = ns.eval()
 np.save(os.path.join(OUT, "mandelbrot_counts.npy"), counts)
 DisplayFractal(counts)
-print("grid", counts.shape, "dtype", zs.dtype.name)
+print("grid", counts.shape, "dtype", xs.dtype.name)
 print("points that never diverged: %d" % (counts == 200).sum())

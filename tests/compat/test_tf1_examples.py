@@ -176,16 +176,17 @@ def test_ptb_word_lm_reproduces_tf():
 
 @pytest.mark.interop
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["ptb_word_lm.py"])
-def test_same_rnn_program_under_tensorflow_prints_the_same_numbers(name):
+@pytest.mark.parametrize("name", ["ptb_word_lm.py", "mandelbrot.py"])
+def test_same_numeric_program_under_tensorflow_prints_the_same_numbers(name, tmp_path):
     # TF 2.20's tf.compat.v1.nn.rnn_cell comes from tf_keras (TF_USE_LEGACY_KERAS=1).
     if importlib.util.find_spec("tensorflow") is None:
         if os.environ.get("CI") == "true":
             raise ImportError("tensorflow is not installed")
         pytest.skip("tensorflow is not installed (the interop extra)")
     env = dict(KERAS_BACKEND="tensorflow", TF_USE_LEGACY_KERAS="1", OMP_NUM_THREADS="1")
-    tf_out = _run(name, _as_tensorflow(name), **env).strip().splitlines()
-    ours = _run(name, OMP_NUM_THREADS="1").strip().splitlines()
+    out = str(tmp_path)
+    tf_out = _run(name, _as_tensorflow(name), TF1_EXAMPLE_OUT=out, **env).strip().splitlines()
+    ours = _run(name, OMP_NUM_THREADS="1", TF1_EXAMPLE_OUT=out).strip().splitlines()
     assert len(tf_out) == len(ours)
     for a, b in zip(tf_out, ours):
         fa, fb = re.findall(r"\d+\.\d+", a), re.findall(r"\d+\.\d+", b)
