@@ -183,3 +183,16 @@ def test_residual_wrapper_needs_matching_sizes_and_the_default_residual(graph):
         )
     with pytest.raises(ValueError, match="residual_fn"):
         tf.nn.rnn_cell.ResidualWrapper(tf.nn.rnn_cell.GRUCell(4), residual_fn=lambda i, o: o)
+
+
+def test_zero_state_of_a_dynamic_batch_follows_the_fed_batch(graph):
+    x = tf.placeholder(tf.float32, [None, 3, 2])
+    cell = tf.nn.rnn_cell.BasicLSTMCell(4)
+    init = cell.get_initial_state(inputs=x[:, 0, :])
+    out, state = tf.nn.dynamic_rnn(cell, x, initial_state=init)
+    assert init.c.shape.as_list() == [None, 4]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        zeros, h = sess.run([init.h, state.h], {x: np.ones((5, 3, 2), np.float32)})
+    np.testing.assert_array_equal(zeros, np.zeros((5, 4)))
+    assert h.shape == (5, 4) and np.abs(h).sum() > 0

@@ -25,7 +25,7 @@ from keratron import random as krandom
 from keratron import tree
 from keratron.compat.v1 import array_ops
 from keratron.compat.v1 import variables as vs
-from keratron.compat.v1.framework import Tensor, convert_to_tensor, make_op, op_scope
+from keratron.compat.v1.framework import Tensor, as_dtype, convert_to_tensor, make_op, op_scope
 
 __all__ = [
     "RNNCell",
@@ -162,6 +162,12 @@ class RNNCell:
         return tree.pack_sequence_as(self.state_size, zeros)
 
     def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        """`zero_state`, with the batch size and dtype of `inputs` when it is given."""
+        if inputs is not None:
+            x = convert_to_tensor(inputs)
+            batch = x.shape.dims[0] if x.shape.dims else None
+            batch_size = batch if batch is not None else array_ops.shape(x)[0]
+            dtype = x.dtype
         return self.zero_state(batch_size, dtype)
 
     # ---- a single step in the graph
@@ -192,8 +198,6 @@ class RNNCell:
 
 
 def _dynamic_zeros(batch_size, size, dtype):
-    from keratron.compat.v1.framework import as_dtype
-
     dt = as_dtype(dtype)
 
     def lower(ctx, b):
