@@ -153,3 +153,23 @@ def test_bad_arguments_raise_clear_errors(graph, build, match):
     x = tf.placeholder(tf.float32, [None, 4])
     with pytest.raises((ValueError, TypeError), match=match):
         build(x)
+
+
+def test_update_ops_run_with_the_train_op_that_depends_on_them(graph):
+    # The TF1 idiom: the moving statistics move only when the train op depends on UPDATE_OPS.
+    x = tf.placeholder(tf.float32, [None, 2])
+    h = tf.layers.batch_normalization(tf.layers.dense(x, 2), training=True, momentum=0.75)
+    loss = tf.reduce_mean(tf.square(h - 1.0))
+    plain = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        with_updates = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    mean = [v for v in tf.global_variables() if "moving_mean" in v.name][0]
+    pre_bn = tf.get_default_graph().get_tensor_by_name("dense/BiasAdd:0")
+    data = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]], np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(plain, {x: data})
+        np.testing.assert_array_equal(sess.run(mean), [0.0, 0.0])
+        batch_mean = sess.run(pre_bn, {x: data}).mean(axis=0)
+        sess.run(with_updates, {x: data})
+        np.testing.assert_allclose(sess.run(mean), 0.25 * batch_mean, rtol=1e-5, atol=1e-6)
