@@ -196,3 +196,18 @@ def test_zero_state_of_a_dynamic_batch_follows_the_fed_batch(graph):
         zeros, h = sess.run([init.h, state.h], {x: np.ones((5, 3, 2), np.float32)})
     np.testing.assert_array_equal(zeros, np.zeros((5, 4)))
     assert h.shape == (5, 4) and np.abs(h).sum() > 0
+
+
+def test_zero_state_of_a_fed_batch_size_feeds_dynamic_rnn(graph):
+    batch = tf.placeholder(tf.int32, [])
+    x = tf.placeholder(tf.float32, [None, 3, 2])
+    cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.GRUCell(2)])
+    out, state = tf.nn.dynamic_rnn(cell, x, initial_state=cell.zero_state(batch, tf.float32))
+    plain, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    data = np.random.default_rng(1).normal(size=(4, 3, 2)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got, want = sess.run([out, plain], {x: data, batch: 4})
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        with pytest.raises(ValueError, match="batch_size"):
+            sess.run(cell.zero_state(batch, tf.float32), {batch: 4})

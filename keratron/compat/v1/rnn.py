@@ -133,18 +133,26 @@ def _unrolled(cell, x, sequence_length, initial_state, dtype, time_major, revers
     dt = as_dtype(dtype) if dtype is not None else (flat_init[0].dtype if flat_init else x.dtype)
     params = cell._params()
     fused = _whole_sequence_layers(cell)
+    # Zeros of `zero_state(batch_size)` are made here from the inputs' batch.
+    given = [t for t in flat_init if not t.op._attrs.get("zero_state")]
     ins = [x]
     if has_len:
         ins.append(convert_to_tensor(sequence_length))
-    ins += flat_init + params
+    ins += given + params
 
     def lower(ctx, xv, *rest):
         rest = list(rest)
         lens = rest.pop(0) if has_len else None
         if not time_major:
             xv = kops.swapaxes(xv, 0, 1)
-        state = rest[: len(flat_init)] or _zeros(cell, xv.shape[1], dt.name)
-        weights = rest[len(flat_init) :]
+        zeros = _zeros(cell, xv.shape[1], dt.name)
+        if flat_init:
+            fed = iter(rest[: len(given)])
+            state = [z if t.op._attrs.get("zero_state") else next(fed)
+                     for t, z in zip(flat_init, zeros)]  # fmt: skip
+        else:
+            state = zeros
+        weights = rest[len(given) :]
         if reverse:
             xv = _reverse(xv, lens)
         if fused is not None:

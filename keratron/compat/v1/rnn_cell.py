@@ -203,14 +203,18 @@ def _dynamic_zeros(batch_size, size, dtype):
     def lower(ctx, b):
         if b._value.is_meta:
             raise ValueError(
-                "zero_state: batch_size must be a constant or computed from shapes (tf.shape). "
-                f"Received: {batch_size}"
+                "zero_state: a batch_size fed at run time makes zeros that only dynamic_rnn "
+                "can use (it takes the batch of its inputs); elsewhere give a constant or "
+                f"tf.shape(inputs)[0]. Received: {batch_size}"
             )
         return kops.zeros((int(b.numpy()), size), dtype=dt.name)
 
     with op_scope(None, "zeros") as name:
         b = convert_to_tensor(batch_size)
-        return make_op("Fill", name, [b], lower, out_specs=[((None, size), dt)]).outputs[0]
+        # `zero_state` marks the op, so dynamic_rnn makes these zeros itself from the batch of
+        # its inputs (a fed batch size is not known when the step is compiled).
+        return make_op("Fill", name, [b], lower, out_specs=[((None, size), dt)],
+                       attrs={"zero_state": True}).outputs[0]  # fmt: skip
 
 
 def _get(name, shape, initializer=None, dtype="float32"):
