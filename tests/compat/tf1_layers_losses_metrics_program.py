@@ -213,7 +213,16 @@ def run(tf):
             "auc": M.auc(lab, prob),
             "auc_pr": M.auc(lab, prob, curve="PR", num_thresholds=50),
             "auc_w": M.auc(lab, prob, weights=wt, num_thresholds=20),
+            "mean_class_acc": M.mean_per_class_accuracy(lab, pred, 2),
+            "mean_class_acc_w": M.mean_per_class_accuracy(lab, pred, 2, weights=wt),
+            "mean_iou": M.mean_iou(lab, pred, 2),
+            "mean_iou_w": M.mean_iou(lab, pred, 3, weights=wt),
         }
+        at = {
+            "precision_at": M.precision_at_thresholds(lab, prob, [0.25, 0.5, 0.9]),
+            "recall_at": M.recall_at_thresholds(lab, prob, [0.0, 0.5, 0.7], weights=wt),
+        }
+        ms.update(at)
         out["local_names"] = [v.name for v in tf.local_variables()][:8]
         out["n_local"] = len(tf.local_variables())
         with tf.Session() as s:
@@ -222,11 +231,15 @@ def run(tf):
             for i in range(2):
                 fd = {lab: M_LABELS[i], prob: M_PROBS[i], wt: M_WEIGHTS[i]}
                 ups.append(
-                    {k: float(v) for k, v in s.run({k: u for k, (_, u) in ms.items()}, fd).items()}
+                    {
+                        k: np.asarray(v).tolist()
+                        for k, v in s.run({k: u for k, (_, u) in ms.items()}, fd).items()
+                    }
                 )
             out["metric_updates"] = ups
             out["metric_values"] = {
-                k: float(v) for k, v in s.run({k: m for k, (m, _) in ms.items()}).items()
+                k: np.asarray(v).tolist()
+                for k, v in s.run({k: m for k, (m, _) in ms.items()}).items()
             }
             s.run(tf.local_variables_initializer())
             out["metric_reset"] = float(s.run(ms["accuracy"][0]))

@@ -41,14 +41,18 @@ __all__ = [
     "mean_absolute_error",
     "root_mean_squared_error",
     "auc",
+    "precision_at_thresholds",
+    "recall_at_thresholds",
+    "mean_per_class_accuracy",
+    "mean_iou",
 ]
 
 METRIC_VARIABLES = "metric_variables"
 
 
-def _metric_variable(shape, name):
+def _metric_variable(shape, name, dtype="float32"):
     return variables_lib.Variable(
-        lambda: array_ops.zeros(shape, "float32"),
+        lambda: array_ops.zeros(shape, dtype),
         trainable=False,
         collections=[GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES],
         name=name,
@@ -229,6 +233,145 @@ recall = _ratio("recall", true_positives, false_negatives)
 recall.__doc__ = "`tp / (tp + fn)` over the batches seen (0 before any positive label)."
 
 
+# ---------------------------------------------------------------------------- thresholds
+_CELL_NAMES = {
+    "tp": "true_positives",
+    "fn": "false_negatives",
+    "tn": "true_negatives",
+    "fp": "false_positives",
+}
+
+
+def _confusion_at_thresholds(metric, labels, predictions, weights, thresholds, includes):
+    """Local variables counting (weighted) tp / fn / tn / fp at each threshold (a prediction
+    is positive when above it), and the ops adding one batch: `({key: variable},
+    {key: update})` for the keys in `includes`."""
+    lab = math_ops.cast(convert_to_tensor(labels), "bool")
+    pred = _floats(predictions)
+    _check_compatible(metric, lab, pred)
+    ins = [lab, pred] + ([_broadcast_weights(weights, pred)] if weights is not None else [])
+    counts = {k: _metric_variable([len(thresholds)], _CELL_NAMES[k]) for k in includes}
+
+    def lower(ctx, y, p, *w):
+        t = kops.reshape(kops.convert_to_tensor(thresholds), (-1, 1))
+        pos = kops.reshape(p, (1, -1)) > t
+        y = kops.reshape(y, (1, -1))
+        weight = kops.reshape(w[0], (1, -1)) if w else 1.0
+        cells = {
+            "tp": kops.logical_and(y, pos),
+            "fn": kops.logical_and(y, kops.logical_not(pos)),
+            "tn": kops.logical_and(kops.logical_not(y), kops.logical_not(pos)),
+            "fp": kops.logical_and(kops.logical_not(y), pos),
+        }
+        return tuple(kops.sum(kops.cast(cells[k], "float32") * weight, axis=1) for k in includes)
+
+    with op_scope(None, "confusion_matrix") as scope:
+        op = make_op("ConfusionMatrixAtThresholds", scope, ins, lower, n_out=len(includes))
+    updates = {k: counts[k].assign_add(b) for k, b in zip(includes, op.outputs)}
+    return counts, updates
+
+
+def _at_thresholds(default, other):
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):  # fmt: skip
+        th = np.asarray(thresholds, np.float32).reshape(-1)
+        with variables_lib.variable_scope(name, default):
+            counts, updates = _confusion_at_thresholds(
+                default, labels, predictions, weights, th, ("tp", other)
+            )
+
+            def ratio(ctx, tp, o):
+                return tp / (1e-7 + tp + o)
+
+            value = _op("Div", "value", [counts["tp"], counts[other]], ratio)
+            update = _op("Div", "update_op", [updates["tp"], updates[other]], ratio)
+        return _collect(metrics_collections, updates_collections, value, update)
+
+    metric.__name__ = default
+    return metric
+
+
+precision_at_thresholds = _at_thresholds("precision_at_thresholds", "fp")
+precision_at_thresholds.__doc__ = (
+    "`tp / (tp + fp)` at each of `thresholds` (a prediction is positive above it)."
+)
+recall_at_thresholds = _at_thresholds("recall_at_thresholds", "fn")
+recall_at_thresholds.__doc__ = (
+    "`tp / (tp + fn)` at each of `thresholds` (a prediction is positive above it)."
+)
+
+
+# ---------------------------------------------------------------------------- per class
+def _class_ids(x):
+    x = convert_to_tensor(x)
+    return x if x.dtype.is_integer else math_ops.cast(x, "int64")
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
+                            metrics_collections=None, updates_collections=None,
+                            name=None):  # fmt: skip
+    """The mean over classes of the fraction of each class's labels predicted right; the
+    update op returns the per-class accuracies."""
+    with variables_lib.variable_scope(name, "mean_accuracy"):
+        lab, pred = _class_ids(labels), _class_ids(predictions)
+        _check_compatible("mean_per_class_accuracy", lab, pred)
+        total = _metric_variable([num_classes], "total")
+        count = _metric_variable([num_classes], "count")
+        ins = [lab, pred] + ([_broadcast_weights(weights, lab)] if weights is not None else [])
+
+        def lower(ctx, y, p, *w):
+            y = kops.reshape(kops.cast(y, "int32"), (-1,))
+            p = kops.reshape(kops.cast(p, "int32"), (-1,))
+            weight = kops.reshape(w[0], (-1,)) if w else kops.ones(y.shape, "float32")
+            hot = kops.one_hot(y, num_classes, dtype="float32") * kops.reshape(weight, (-1, 1))
+            right = kops.cast(kops.equal(y, p), "float32")
+            return kops.sum(hot, axis=0), kops.sum(hot * kops.reshape(right, (-1, 1)), axis=0)
+
+        with op_scope(None, "per_class") as scope:
+            seen, correct = make_op("PerClassCounts", scope, ins, lower, n_out=2).outputs
+        update_total, update_count = total.assign_add(seen), count.assign_add(correct)
+        per_class = _div_no_nan(count, total, "per_class_accuracy")
+        value = math_ops.reduce_mean(per_class, name="mean_accuracy")
+        update = _div_no_nan(update_count, update_total, "update_op")
+    return _collect(metrics_collections, updates_collections, value, update)
+
+
+def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections=None,
+             updates_collections=None, name=None):  # fmt: skip
+    """The mean over classes (those seen) of intersection over union, from a streaming
+    confusion matrix (rows: labels, columns: predictions), which the update op returns."""
+    with variables_lib.variable_scope(name, "mean_iou"):
+        lab, pred = _class_ids(labels), _class_ids(predictions)
+        _check_compatible("mean_iou", lab, pred)
+        cm = _metric_variable([num_classes, num_classes], "total_confusion_matrix", "float64")
+        ins = [lab, pred] + ([_broadcast_weights(weights, lab)] if weights is not None else [])
+
+        def confusion(ctx, y, p, *w):
+            y = kops.one_hot(
+                kops.reshape(kops.cast(y, "int32"), (-1,)), num_classes, dtype="float64"
+            )
+            p = kops.one_hot(
+                kops.reshape(kops.cast(p, "int32"), (-1,)), num_classes, dtype="float64"
+            )
+            if w:
+                y = y * kops.reshape(kops.cast(w[0], "float64"), (-1, 1))
+            return kops.matmul(kops.transpose(y), p)
+
+        update = cm.assign_add(_op("ConfusionMatrix", "confusion_matrix", ins, confusion))
+
+        def iou(ctx, m):
+            m = kops.cast(m, "float32")
+            diag = kops.diagonal(m)
+            denominator = kops.sum(m, axis=0) + kops.sum(m, axis=1) - diag
+            valid = kops.sum(kops.cast(denominator != 0, "float32"))
+            safe = kops.where(denominator > 0, denominator, kops.ones_like(denominator))
+            total = kops.sum(diag / safe)
+            return kops.where(valid > 0, total / kops.maximum(valid, 1.0), 0.0)
+
+        value = _op("MeanIoU", "mean_iou", [cm], iou)
+    return _collect(metrics_collections, updates_collections, value, update)
+
+
 # ---------------------------------------------------------------------------- AUC
 def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
         updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal",
@@ -255,35 +398,9 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
     thresholds = np.asarray(thresholds, np.float32)
     n = len(thresholds)
     with variables_lib.variable_scope(name, "auc"):
-        lab = math_ops.cast(convert_to_tensor(labels), "bool")
-        pred = _floats(predictions)
-        _check_compatible("auc", lab, pred)
-        ins = [lab, pred] + ([_broadcast_weights(weights, pred)] if weights is not None else [])
-        counts = {}
-        for key, name_ in (("tp", "true_positives"), ("fn", "false_negatives"),
-                           ("tn", "true_negatives"), ("fp", "false_positives")):  # fmt: skip
-            counts[key] = _metric_variable([n], name_)
-
-        def lower(ctx, y, p, *w):
-            pos = kops.reshape(p, (1, -1)) > kops.reshape(
-                kops.convert_to_tensor(thresholds), (-1, 1)
-            )
-            y = kops.reshape(y, (1, -1))
-            weight = kops.reshape(w[0], (1, -1)) if w else 1.0
-            cells = {
-                "tp": kops.logical_and(y, pos),
-                "fn": kops.logical_and(y, kops.logical_not(pos)),
-                "tn": kops.logical_and(kops.logical_not(y), kops.logical_not(pos)),
-                "fp": kops.logical_and(kops.logical_not(y), pos),
-            }
-            return tuple(
-                kops.sum(kops.cast(cells[k], "float32") * weight, axis=1)
-                for k in ("tp", "fn", "tn", "fp")
-            )
-
-        with op_scope(None, "confusion_matrix") as scope:
-            batch = make_op("ConfusionMatrixAtThresholds", scope, ins, lower, n_out=4).outputs
-        updates = {k: counts[k].assign_add(b) for k, b in zip(("tp", "fn", "tn", "fp"), batch)}
+        counts, updates = _confusion_at_thresholds(
+            "auc", labels, predictions, weights, thresholds, ("tp", "fn", "tn", "fp")
+        )
 
         def area(ctx, tp, fn, tn, fp):
             e = 1.0e-6
