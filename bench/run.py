@@ -44,9 +44,10 @@ from workloads import (  # noqa: E402
     PEER_FRAMEWORKS,
     RESULT_PREFIX,
     WORKLOADS,
+    applies,
 )
 
-DEFAULT_WORKLOADS = ("tiny", "mlp", "cnn", "lstm", "predict")
+DEFAULT_WORKLOADS = ("tiny", "mlp", "cnn", "lstm", "predict", "tf1-mlp")
 APPLICATION_WORKLOADS = ("mobilenet", "inception_v3")
 PEERS_VENV = os.path.join(REPO, ".venv-peers")
 PEERS_LOG = os.path.join(HERE, "results", "peers-setup.log")
@@ -276,7 +277,9 @@ def bench(args, workloads, frameworks) -> dict:
         print(warning, flush=True)
     loads = [0, *args.co_runner]
     results = {}
+    all_frameworks = frameworks
     for workload in workloads:
+        frameworks = [fw for fw in all_frameworks if applies(fw, workload)]
         records = {(fw, n): [] for fw in frameworks for n in loads}
         for rnd in range(args.rounds):
             # Rotate who goes first, so no framework always runs on a cold (or warm) machine;
@@ -315,7 +318,7 @@ def check(args, workloads, frameworks) -> tuple[dict, bool]:
     print(f"{'workload':<13}{'framework':<14}{'params':>10}{'trainable':>11}  result")
     for workload in workloads:
         rows = {}
-        for fw in frameworks:
+        for fw in (f for f in frameworks if applies(f, workload)):
             python, reason = paths[fw]
             rec = (
                 {"status": "n/a", "reason": reason}

@@ -25,6 +25,7 @@ framework cannot run this workload ("status": "n/a" with a reason); a crash exit
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -44,9 +45,10 @@ FRAMEWORKS = (
     "keras3-jax",
     "keras3-tf",
     "tf.keras",
+    "tf-compat-v1",
 )
 # Frameworks that need the TensorFlow venv (.venv-peers) rather than the project's .venv.
-PEER_FRAMEWORKS = ("keras3-tf", "tf.keras")
+PEER_FRAMEWORKS = ("keras3-tf", "tf.keras", "tf-compat-v1")
 WARMUP_BATCHES = 4
 LEARNING_RATE = 1e-3
 RESULT_PREFIX = "BENCH_RESULT "
@@ -62,7 +64,7 @@ class Workload:
 
     name: str
     model: str
-    task: str  # "train" or "predict"
+    task: str  # "train", "predict", or "train-tf1" (a TF1 graph program: Session.run steps)
     samples: int
     batch: int
     quick_samples: int
@@ -78,6 +80,9 @@ WORKLOADS = {
         Workload("cnn", "cnn", "train", 2048, 128, 768),
         Workload("lstm", "lstm", "train", 1024, 64, 512),
         Workload("predict", "cnn", "predict", 2048, 128, 768),
+        # The mlp model as a TF1 graph program (placeholders, get_variable, AdamOptimizer,
+        # Session.run per batch): keratron.compat.v1 against TensorFlow's tf.compat.v1.
+        Workload("tf1-mlp", "mlp", "train-tf1", 8192, 128, 1024),
         Workload("mobilenet", "mobilenet", "predict", 32, 8, 32, application="MobileNet"),
         Workload("inception_v3", "inception_v3", "predict", 32, 8, 32, application="InceptionV3"),
     )
@@ -210,6 +215,70 @@ def run_keras(keras, wl: Workload, x, y, check: bool) -> dict:
     result["train_loss"] = float(history.history["loss"][-1])
     if check:
         result["loss_after"] = float(model.evaluate(x, y, batch_size=b, verbose=0))
+    return result
+
+
+# ----------------------------------------------------------------------------------------
+# TF1 graph programs: keratron.compat.v1 and TensorFlow's tf.compat.v1 run the same code.
+
+
+def run_tf1(tf, wl: Workload, x, y, check: bool) -> dict:
+    """The mlp model written as a TF1 program (Mechanics 101 style): a graph of placeholders
+    and get_variable weights, AdamOptimizer.minimize, and one Session.run per batch of a
+    shuffled epoch, the batches fed from numpy."""
+    if wl.task != "train-tf1":
+        raise Unavailable("a TF1 graph program is benchmarked on the tf1-* workloads only")
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        images = tf.placeholder(tf.float32, [None, 784], name="images")
+        labels = tf.placeholder(tf.int64, [None], name="labels")
+        h = images
+        for i, units in enumerate((512, 512, 10)):
+            with tf.variable_scope(f"dense_{i}"):
+                w = tf.get_variable(
+                    "kernel", [h.shape[-1], units], initializer=tf.glorot_uniform_initializer()
+                )
+                b = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
+                h = tf.matmul(h, w) + b
+                if units != 10:
+                    h = tf.nn.relu(h)
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h)
+        )
+        train_op = tf.train.AdamOptimizer(LEARNING_RATE).minimize(loss)
+        init = tf.global_variables_initializer()
+        total = sum(int(np.prod(v.shape.as_list())) for v in tf.trainable_variables())
+    xf = x.reshape(len(x), 784)
+    b = wl.batch
+    rng = np.random.default_rng(1)
+    result = {"params": total, "trainable_params": total}
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+
+        def mean_loss():
+            return float(
+                np.mean(
+                    [
+                        sess.run(loss, {images: xf[i : i + b], labels: y[i : i + b]})
+                        for i in range(0, len(xf), b)
+                    ]
+                )
+            )
+
+        if check:
+            result["loss_before"] = mean_loss()
+        for i in range(WARMUP_BATCHES):
+            sess.run(train_op, {images: xf[i * b : (i + 1) * b], labels: y[i * b : (i + 1) * b]})
+        start = time.perf_counter()
+        order = rng.permutation(len(xf))
+        for i in range(0, len(xf), b):
+            idx = order[i : i + b]
+            _, value = sess.run([train_op, loss], {images: xf[idx], labels: y[idx]})
+        result["seconds"] = time.perf_counter() - start
+        result["train_loss"] = float(value)
+        if check:
+            result["loss_after"] = mean_loss()
     return result
 
 
@@ -542,6 +611,9 @@ def import_framework(framework: str, threads: int):
         except ImportError as e:
             raise Unavailable(f"tensorflow is not importable by {sys.executable}: {e}") from e
         _set_tf_threads(tf, threads)
+        if framework == "tf-compat-v1":
+            tf.compat.v1.disable_eager_execution()
+            return run_tf1, tf.compat.v1, f"tensorflow {tf.__version__}"
         if framework == "keras3-tf":
             os.environ["KERAS_BACKEND"] = "tensorflow"
             import keras
@@ -552,13 +624,29 @@ def import_framework(framework: str, threads: int):
     raise ValueError(f"workloads: unknown framework {framework!r}; expected one of {FRAMEWORKS}")
 
 
+def applies(framework: str, workload: str) -> bool:
+    """Whether `framework` runs `workload`: the TF1 graph programs run on keratron.compat.v1
+    and TensorFlow's tf.compat.v1, the Keras-API workloads on everything else."""
+    if WORKLOADS[workload].task == "train-tf1":
+        return framework in ("keratron", "tf-compat-v1")
+    return framework != "tf-compat-v1"
+
+
 def measure(framework: str, workload: str, quick: bool, check: bool, threads: int) -> dict:
     """Runs one measurement and returns its result record."""
     wl = WORKLOADS[workload]
     n = wl.quick_samples if quick else wl.samples
     record = {"framework": framework, "workload": workload, "samples": n, "batch": wl.batch}
     try:
+        if not applies(framework, workload):
+            raise Unavailable(
+                "the tf1-* workloads are TF1 graph programs (keratron.compat.v1 and "
+                "tf-compat-v1); the other workloads use the Keras API"
+            )
         run, module, version = import_framework(framework, threads)
+        if wl.task == "train-tf1" and framework == "keratron":
+            # keratron runs both: its Keras API, and its compat.v1 for a TF1 program.
+            run, module = run_tf1, importlib.import_module("keratron.compat.v1")
         record["version"] = version
         x, y = make_data(wl, n)
         record.update(run(module, wl, x, y, check))
