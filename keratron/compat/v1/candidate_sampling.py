@@ -43,7 +43,98 @@ def _seed_sequence(op_seed):
     return (int(graph_seed), int(op_seed))
 
 
-def _draw(rng, sample_one_chunk, num_sampled, unique, range_max):
+# ---------------------------------------------------------------------------- the math
+# On keratron values; compat.v1's ops lower to these and compat.v2's eager functions call them.
+def log_uniform_distribution(range_max):
+    """(draw(rng, n) -> int64 classes, prob(classes float64) -> P) of TF's LogUniformSampler."""
+    log_range = math.log(int(range_max) + 1)
+
+    def draw(rng, n):
+        # TF's LogUniformSampler: floor(exp(u * log(range + 1))) - 1, modulo range.
+        return (np.exp(rng.random(n) * log_range).astype(np.int64) - 1) % int(range_max)
+
+    def prob(c):
+        return kops.log((c + 2.0) / (c + 1.0)) / log_range
+
+    return draw, prob
+
+
+def uniform_distribution(range_max):
+    """(draw, prob) of TF's UniformSampler over [0, range_max)."""
+
+    def draw(rng, n):
+        return rng.integers(0, int(range_max), size=n, dtype=np.int64)
+
+    def prob(c):
+        return kops.zeros_like(c) + 1.0 / int(range_max)
+
+    return draw, prob
+
+
+def expected_counts(classes, n_tries, prob, num_sampled):
+    """TF's ExpectedCountHelper: `num_sampled * P(c)` when every draw was kept (no unique
+    sampling, or no repeat), else `1 - (1 - P(c)) ** tries`; float32."""
+    p = prob(kops.cast(classes, "float64"))
+    t = kops.cast(n_tries, "float64")
+    counts = kops.where(t == num_sampled, p * num_sampled, -kops.expm1(t * kops.log1p(-p)))
+    return kops.cast(counts, "float32")
+
+
+def check_sampler_args(who, num_true, num_sampled, unique, range_max):
+    num_true, num_sampled, range_max = int(num_true), int(num_sampled), int(range_max)
+    if num_sampled < 1 or range_max < 1 or num_true < 1:
+        raise ValueError(
+            f"{who}: num_true, num_sampled and range_max must be positive. Received: "
+            f"num_true={num_true}, num_sampled={num_sampled}, range_max={range_max}"
+        )
+    if unique and num_sampled > range_max:
+        raise ValueError(
+            f"{who}: with unique=True, num_sampled must be at most range_max. Received: "
+            f"num_sampled={num_sampled}, range_max={range_max}"
+        )
+    return num_true, num_sampled, range_max
+
+
+def sampled_logits(wv, bv, lv, xv, sampled, true_exp, sampled_exp, num_true,
+                   remove_accidental_hits):  # fmt: skip
+    """TF's `_compute_sampled_logits` on values: (logits [batch, num_true + num_sampled],
+    labels: `1 / num_true` for the true classes, 0 for the sampled ones)."""
+    sampled, true_exp, sampled_exp = (kops.stop_gradient(v) for v in (sampled, true_exp,
+                                                                      sampled_exp))  # fmt: skip
+    sampled = kops.cast(sampled, "int64")
+    lv = kops.reshape(kops.cast(lv, "int64"), (-1, num_true))
+    true_w = kops.take(wv, lv, axis=0)  # [batch, num_true, dim]
+    true_logits = kops.sum(kops.expand_dims(xv, 1) * true_w, axis=-1) + kops.take(bv, lv)
+    logits_s = kops.matmul(xv, kops.transpose(kops.take(wv, sampled, axis=0)))
+    logits_s = logits_s + kops.take(bv, sampled)
+    if remove_accidental_hits:
+        hit = kops.any(
+            kops.equal(kops.expand_dims(lv, -1), kops.reshape(sampled, (1, 1, -1))), axis=1
+        )
+        logits_s = logits_s + kops.where(hit, -_FLOAT_MAX, 0.0)
+    true_logits = true_logits - kops.log(kops.reshape(true_exp, (-1, num_true)))
+    logits_s = logits_s - kops.log(sampled_exp)
+    logits = kops.concatenate([true_logits, logits_s], axis=1)
+    labels = kops.concatenate(
+        [kops.ones_like(true_logits) / num_true, kops.zeros_like(logits_s)], axis=1
+    )
+    return logits, labels
+
+
+def nce_from_logits(logits, z):
+    """Per-example sum of TF's sigmoid cross-entropies (written with where, as TF does)."""
+    pos = logits >= 0
+    per = (kops.where(pos, logits, kops.zeros_like(logits)) - logits * z
+           + kops.log1p(kops.exp(kops.where(pos, -logits, logits))))  # fmt: skip
+    return kops.sum(per, axis=1)
+
+
+def softmax_from_logits(logits, z):
+    """Per-example softmax cross-entropy with (constant) soft labels `z`."""
+    return -kops.sum(kops.stop_gradient(z) * kops.log_softmax(logits, axis=1), axis=1)
+
+
+def draw_candidates(rng, sample_one_chunk, num_sampled, unique, range_max):
     """`num_sampled` candidates (distinct if `unique`, in the order first drawn) and the
     number of draws it took."""
     if not unique:
@@ -60,17 +151,9 @@ def _draw(rng, sample_one_chunk, num_sampled, unique, range_max):
 def _candidate_sampler(kind, true_classes, num_true, num_sampled, unique, range_max, seed, name,
                        sample_one_chunk, prob):  # fmt: skip
     who = f"{kind}_candidate_sampler"
-    num_true, num_sampled, range_max = int(num_true), int(num_sampled), int(range_max)
-    if num_sampled < 1 or range_max < 1 or num_true < 1:
-        raise ValueError(
-            f"{who}: num_true, num_sampled and range_max must be positive. Received: "
-            f"num_true={num_true}, num_sampled={num_sampled}, range_max={range_max}"
-        )
-    if unique and num_sampled > range_max:
-        raise ValueError(
-            f"{who}: with unique=True, num_sampled must be at most range_max. Received: "
-            f"num_sampled={num_sampled}, range_max={range_max}"
-        )
+    num_true, num_sampled, range_max = check_sampler_args(
+        who, num_true, num_sampled, unique, range_max
+    )
     seeds = _seed_sequence(seed)
     rngs = weakref.WeakKeyDictionary()  # one stream per session, as TF's op state
 
@@ -87,19 +170,15 @@ def _candidate_sampler(kind, true_classes, num_true, num_sampled, unique, range_
             rng = rngs.get(session)
             if rng is None:
                 rng = rngs[session] = np.random.default_rng(seeds)
-            values, tries = _draw(rng, sample_one_chunk, num_sampled, unique, range_max)
+            values, tries = draw_candidates(rng, sample_one_chunk, num_sampled, unique,
+                                            range_max)  # fmt: skip
             return {draw_op.outputs[0]: values, draw_op.outputs[1]: np.int32(tries)}
 
         draw_op._attrs["host_fn"] = host
         sampled, tries = draw_op.outputs
 
         def expected(ctx, classes, n_tries):
-            # TF's ExpectedCountHelper: num_sampled * p when every draw was kept, else
-            # 1 - (1 - p) ** tries.
-            p = prob(kops.cast(classes, "float64"))
-            t = kops.cast(n_tries, "float64")
-            counts = kops.where(t == num_sampled, p * num_sampled, -kops.expm1(t * kops.log1p(-p)))
-            return kops.cast(counts, "float32")
+            return expected_counts(classes, n_tries, prob, num_sampled)
 
         true_exp = make_op("ExpectedCount", scope + "/true_expected_count", [tc, tries],
                            expected, out_specs=[(tc.shape, "float32")]).outputs[0]  # fmt: skip
@@ -132,15 +211,7 @@ def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, r
         >>> labels = tf.constant([[3]], tf.int64)
         >>> s, t, e = tf.nn.log_uniform_candidate_sampler(labels, 1, 5, True, 100)
     """
-    log_range = math.log(int(range_max) + 1)
-
-    def chunk(rng, n):
-        # TF's LogUniformSampler: floor(exp(u * log(range + 1))) - 1, modulo range.
-        return (np.exp(rng.random(n) * log_range).astype(np.int64) - 1) % int(range_max)
-
-    def prob(c):
-        return kops.log((c + 2.0) / (c + 1.0)) / log_range
-
+    chunk, prob = log_uniform_distribution(range_max)
     return _candidate_sampler("log_uniform", true_classes, num_true, num_sampled, unique,
                               range_max, seed, name, chunk, prob)  # fmt: skip
 
@@ -150,17 +221,12 @@ def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range
     """Samples classes uniformly from [0, range_max); returns what
     `log_uniform_candidate_sampler` returns."""
 
-    def chunk(rng, n):
-        return rng.integers(0, int(range_max), size=n, dtype=np.int64)
-
-    def prob(c):
-        return kops.zeros_like(c) + 1.0 / int(range_max)
-
+    chunk, prob = uniform_distribution(range_max)
     return _candidate_sampler("uniform", true_classes, num_true, num_sampled, unique, range_max,
                               seed, name, chunk, prob)  # fmt: skip
 
 
-def _single(params, who, what):
+def single_param(params, who, what):
     if isinstance(params, (list, tuple)):
         if len(params) != 1:
             raise ValueError(
@@ -176,8 +242,8 @@ def _sampled_logits(who, weights, biases, labels, inputs, num_sampled, num_class
     """TF's `_compute_sampled_logits`: the graph inputs and a function from their values to
     (logits [batch, num_true + num_sampled], labels of the same shape)."""
     num_true = int(num_true)
-    w = convert_to_tensor(_single(weights, who, "weights"))
-    b = convert_to_tensor(_single(biases, who, "biases"))
+    w = convert_to_tensor(single_param(weights, who, "weights"))
+    b = convert_to_tensor(single_param(biases, who, "biases"))
     x = convert_to_tensor(inputs)
     lab = convert_to_tensor(labels)
     if lab.dtype != as_dtype("int64"):
@@ -200,26 +266,8 @@ def _sampled_logits(who, weights, biases, labels, inputs, num_sampled, num_class
     sv = [convert_to_tensor(v) for v in sampled_values]
 
     def compute(wv, bv, lv, xv, sampled, true_exp, sampled_exp):
-        sampled, true_exp, sampled_exp = (kops.stop_gradient(v) for v in (sampled, true_exp,
-                                                                          sampled_exp))  # fmt: skip
-        sampled = kops.cast(sampled, "int64")
-        lv = kops.reshape(lv, (-1, num_true))
-        true_w = kops.take(wv, lv, axis=0)  # [batch, num_true, dim]
-        true_logits = kops.sum(kops.expand_dims(xv, 1) * true_w, axis=-1) + kops.take(bv, lv)
-        sampled_logits = kops.matmul(xv, kops.transpose(kops.take(wv, sampled, axis=0)))
-        sampled_logits = sampled_logits + kops.take(bv, sampled)
-        if remove_accidental_hits:
-            hit = kops.any(
-                kops.equal(kops.expand_dims(lv, -1), kops.reshape(sampled, (1, 1, -1))), axis=1
-            )
-            sampled_logits = sampled_logits + kops.where(hit, -_FLOAT_MAX, 0.0)
-        true_logits = true_logits - kops.log(kops.reshape(true_exp, (-1, num_true)))
-        sampled_logits = sampled_logits - kops.log(sampled_exp)
-        logits = kops.concatenate([true_logits, sampled_logits], axis=1)
-        out_labels = kops.concatenate(
-            [kops.ones_like(true_logits) / num_true, kops.zeros_like(sampled_logits)], axis=1
-        )
-        return logits, out_labels
+        return sampled_logits(wv, bv, lv, xv, sampled, true_exp, sampled_exp, num_true,
+                              remove_accidental_hits)  # fmt: skip
 
     return [w, b, lab, x, *sv], compute
 
@@ -254,12 +302,7 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
                                    remove_accidental_hits, None)  # fmt: skip
 
     def lower(ctx, *vals):
-        logits, z = compute(*vals)
-        # TF's sigmoid_cross_entropy_with_logits, written with where as TF writes it.
-        pos = logits >= 0
-        per = (kops.where(pos, logits, kops.zeros_like(logits)) - logits * z
-               + kops.log1p(kops.exp(kops.where(pos, -logits, logits))))  # fmt: skip
-        return kops.sum(per, axis=1)
+        return nce_from_logits(*compute(*vals))
 
     with op_scope(name, "nce_loss") as scope:
         return make_op("NceLoss", scope, ins, lower, dtype="float32").outputs[0]
@@ -282,8 +325,7 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
                                    remove_accidental_hits, seed)  # fmt: skip
 
     def lower(ctx, *vals):
-        logits, z = compute(*vals)
-        return -kops.sum(kops.stop_gradient(z) * kops.log_softmax(logits, axis=1), axis=1)
+        return softmax_from_logits(*compute(*vals))
 
     with op_scope(name, "sampled_softmax_loss") as scope:
         return make_op("SampledSoftmaxLoss", scope, ins, lower, dtype="float32").outputs[0]
