@@ -251,6 +251,8 @@ def run(tf):
                               kernel_initializer=tf.constant_initializer(CK[0, :, :, :3]),
                               bias_initializer=tf.constant_initializer(0.1))  # fmt: skip
         m1 = tf.layers.max_pooling1d(c1, 2, 1)
+        d3 = tf.layers.dense(seq, 3, kernel_initializer=tf.constant_initializer(K[:2]),
+                             bias_initializer=tf.constant_initializer(B))  # fmt: skip
         a1 = tf.layers.average_pooling1d(seq, 3, 2, padding="same")
         img = tf.placeholder(tf.float32, [None, 5, 5, 2])
         ct = tf.layers.conv2d_transpose(img, 3, 3, strides=2, padding="same",
@@ -258,7 +260,7 @@ def run(tf):
                                         bias_initializer=tf.constant_initializer(-0.05))  # fmt: skip
         cv = tf.layers.conv2d_transpose(img, 2, (2, 3), strides=(1, 2), activation=tf.nn.tanh)
         out["names_1d"] = [v.name for v in tf.global_variables()]
-        out["shapes_1d"] = [t.shape.as_list() for t in (c1, m1, a1, ct, cv)]
+        out["shapes_1d"] = [t.shape.as_list() for t in (c1, m1, a1, ct, cv, d3)]
         seq_v = IMG[:, 0]  # (2, 5, 2) -> pad in time to 7
         seq_v = np.concatenate([seq_v, seq_v[:, :2] * -1.0], axis=1)
         grads = tf.gradients(
@@ -270,6 +272,7 @@ def run(tf):
             out["conv1d"], out["maxpool1d"], out["avgpool1d"] = (a.tolist() for a in r[:3])
             out["conv2d_transpose"] = r[3][0, :3].tolist()
             out["grads_1d"] = [r[4].tolist(), r[5][1, 2:].tolist()]
+            out["dense_3d"] = s.run(d3, {seq: seq_v})[1].tolist()
 
     # ---------------------------------------------------------------- lrn, zero_fraction, EMA
     g = tf.Graph()
