@@ -93,6 +93,21 @@ def _tile_dot(
 
 
 @triton.jit
+def _epilogue_store(
+    acc, b_ptr, y_mat, offs_m, offs_n, M, N, stride_b, stride_ym, stride_yn,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+):  # fmt: skip
+    """y[offs_m, offs_n] = act(acc + b[offs_n]), cast to y's dtype, within (M, N)."""
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + (offs_n % N) * stride_b).to(tl.float32)
+        acc += bias[None, :]
+    acc = activate(acc, ACTIVATION)
+    y_ptrs = y_mat + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(y_ptrs, acc.to(y_mat.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _matmul_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
     M, N, K,
@@ -128,13 +143,20 @@ def _matmul_kernel(
     w_ptrs = w_mat + offs_k[:, None] * stride_wk + cols[None, :] * stride_wn
     acc = _tile_dot(x_ptrs, w_ptrs, K, stride_xk, stride_wk, PRECISION,
                     BLOCK_M, BLOCK_N, BLOCK_K)  # fmt: skip
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + cols * stride_b).to(tl.float32)
-        acc += bias[None, :]
-    acc = activate(acc, ACTIVATION)
-    y_ptrs = y_mat + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+    if BLOCK_N >= 256:
+        # The epilogue in two column halves: a whole 128x256 tile's activation temporaries
+        # and 64-bit store addresses do not fit beside its accumulator (300+ bytes of spills
+        # per thread with gelu).
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        acc0, acc1 = tl.split(halves)
+        half_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N // 2)
+        _epilogue_store(acc0, b_ptr, y_mat, offs_m, half_n, M, N, stride_b, stride_ym,
+                        stride_yn, HAS_BIAS, ACTIVATION)  # fmt: skip
+        _epilogue_store(acc1, b_ptr, y_mat, offs_m, half_n + BLOCK_N // 2, M, N, stride_b,
+                        stride_ym, stride_yn, HAS_BIAS, ACTIVATION)  # fmt: skip
+    else:
+        _epilogue_store(acc, b_ptr, y_mat, offs_m, offs_n, M, N, stride_b, stride_ym,
+                        stride_yn, HAS_BIAS, ACTIVATION)  # fmt: skip
 
 
 @triton.jit

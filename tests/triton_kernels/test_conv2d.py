@@ -12,9 +12,11 @@ import pytest
 import torch
 
 import keratron as kt
-from keratron.triton_kernels import conv2d
+from keratron.triton_kernels import conv2d, load
+from tests.triton_kernels.interpreter_fixes import widen_bf16_dots
 
 ops = kt.ops
+KERNELS = load("_conv2d")  # the kernel module: its globals are what the launchers read
 TOL = 2e-4  # of the largest reference magnitude, per compared array
 OPS = ("conv", "conv_grad_input", "conv_grad_filter")
 
@@ -135,17 +137,35 @@ def test_conv_transpose_runs_grad_input_kernel_forward(triton_backend):
     )
 
 
+def forced_splits(monkeypatch, n: int) -> list:
+    """Makes the grad-filter launcher split its reduction `n` ways (the kernel module's
+    `_num_splits`, which the launcher reads; the public module only forwards names); returns
+    the list that each grad-filter launch appends its SPLIT to."""
+    monkeypatch.setattr(KERNELS, "_num_splits", lambda positions, tiles, device: n)
+    seen = []
+    for spec in (KERNELS.CONV_GRAD_FILTER, KERNELS.DEPTHWISE_GRAD_FILTER):
+        original = spec.launch
+
+        def launch(grid, *args, _original=original, **values):
+            seen.append(values["SPLIT"])
+            return _original(grid, *args, **values)
+
+        monkeypatch.setattr(spec, "launch", launch)
+    return seen
+
+
 @pytest.mark.parametrize("groups", [1, 5], ids=["gemm", "depthwise"])
 def test_grad_filter_split_reduction(triton_backend, monkeypatch, groups):
     # Several programs share the positions of the grad-filter reduction; their float32
     # partials are summed. Forced here, as the interpreter machine has one "SM".
-    monkeypatch.setattr(conv2d, "_num_splits", lambda positions, tiles, device: 3)
+    splits = forced_splits(monkeypatch, 3)
     x, k = arrays(9, (3, 8, 8, 5), (3, 3, 5 // groups, 5))
     check_against_fallback(
         triton_backend,
         lambda x, k: ops.fused_conv(x, k, None, None, 1, "same", groups=groups),
         [x, k],
     )
+    assert splits and set(splits) == {3}
 
 
 def test_grad_input_with_stride_larger_than_kernel(triton_backend):
@@ -203,6 +223,52 @@ def test_routes_in_float16_match_float32_fallback(triton_backend, depthwise):
         assert err <= 1e-2 * float(want.abs().max())
     counts = triton_backend.launch_counts()
     assert all(counts.get(op, 0) > 0 for op in OPS), counts
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "x_shape, k_shape, stride, groups",
+    [
+        ((2, 9, 7, 5), (3, 3, 5, 6), 2, 1),  # implicit GEMMs, stride 2
+        ((1, 7, 9, 6), (3, 3, 1, 12), 2, 6),  # depthwise, multiplier 2, stride 2
+        ((3, 6, 5, 4), (1, 3, 4, 7), 1, 1),  # 1x3 taps, the grad-filter split 3 ways
+    ],
+)
+def test_16bit_routes_with_float32_accumulation(
+    triton_backend, monkeypatch, dtype, x_shape, k_shape, stride, groups
+):
+    # Route-level, against the float32 impl on the same 16-bit-rounded operands: the kernels
+    # accumulate in float32 and round once, a relative error of 2**-9 (bfloat16) or 2**-12
+    # (float16) of each output, so 1e-2 and 2e-3 of the largest magnitude hold.
+    from keratron.autodiff.primitive import PRIMITIVES
+
+    widen_bf16_dots(monkeypatch)
+    splits = forced_splits(monkeypatch, 3)
+    tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+    oh, ow = -(-x_shape[1] // stride), -(-x_shape[2] // stride)
+    x, k, g = arrays(13, x_shape, k_shape, (x_shape[0], oh, ow, k_shape[3]))
+    pads = []
+    for size, taps, out in ((x_shape[1], k_shape[0], oh), (x_shape[2], k_shape[1], ow)):
+        total = max((out - 1) * stride + taps - size, 0)
+        pads.append((total // 2, total - total // 2))
+    params = dict(strides=(stride, stride), padding=tuple(pads), dilation=(1, 1), groups=groups)
+    xh, kh, gh = (torch.as_tensor(a).to(dtype) for a in (x, k, g))
+    x, k, g = (t.float() for t in (xh, kh, gh))
+    pairs = [
+        (conv2d.conv_route(xh, kh, None, activation="relu", **params),
+         PRIMITIVES["conv"].impl(x, k, None, activation="relu", **params)),
+        (conv2d.grad_input_route(gh, kh, input_shape=tuple(x.shape), **params),
+         PRIMITIVES["conv_grad_input"].impl(g, k, input_shape=tuple(x.shape), **params)),
+        (conv2d.grad_filter_route(xh, gh, kernel_shape=tuple(k.shape), **params),
+         PRIMITIVES["conv_grad_filter"].impl(x, g, kernel_shape=tuple(k.shape), **params)),
+    ]  # fmt: skip
+    for got, want in pairs:
+        assert got.dtype == dtype and got.shape == want.shape
+        err = float((got.float() - want).abs().max())
+        assert err <= tol * float(want.abs().max()), (err, float(want.abs().max()))
+    counts = triton_backend.launch_counts()
+    assert all(counts.get(op, 0) > 0 for op in OPS), counts
+    assert splits == [3]
 
 
 def test_unsupported_dtype_is_a_clear_error_on_the_triton_backend(triton_backend):

@@ -10,14 +10,13 @@ torch within 2e-4 of the largest reference magnitude (IEEE dots); bfloat16 and f
 of at most 2**-9 (2**-12) of each value, and the float32 accumulation adds far less.
 """
 
-import os
-
 import numpy as np
 import pytest
 import torch
 
 import keratron as kt
 from keratron.triton_kernels import load
+from tests.triton_kernels.interpreter_fixes import widen_bf16_dots
 
 MM = load("_matmul")
 TOL = {torch.float32: 2e-4, torch.bfloat16: 1e-2, torch.float16: 2e-3}
@@ -58,23 +57,7 @@ def launched(monkeypatch):
 
 @pytest.fixture
 def bf16_dots(monkeypatch):
-    """Triton 3.9's interpreter multiplies the raw uint16 bits of bfloat16 `tl.dot` operands
-    (it stores bfloat16 as uint16 for numpy): widen them to float32 first, as the GPU's
-    tensor cores do (a product of two bfloat16 values is exact in float32). On a GPU, nothing
-    to patch."""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        return
-    import triton.language as tl
-    from triton.runtime.interpreter import InterpreterBuilder
-
-    original = InterpreterBuilder.create_dot
-
-    def create_dot(self, a, b, d, *args):
-        widen = [x.dtype.scalar == tl.bfloat16 for x in (a, b)]
-        a, b = (self.cast_impl(x, tl.float32) if w else x for x, w in zip((a, b), widen))
-        return original(self, a, b, d, *args)
-
-    monkeypatch.setattr(InterpreterBuilder, "create_dot", create_dot)
+    widen_bf16_dots(monkeypatch)
 
 
 def tiles(p):
