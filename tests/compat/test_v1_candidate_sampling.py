@@ -171,3 +171,46 @@ def test_nce_loss_trains_an_embedding_with_its_own_sampler(graph):
 def test_bad_arguments_raise_clear_errors(graph, build, match):
     with pytest.raises((ValueError, TypeError), match=match):
         build(tf.constant([[1]], tf.int64))
+
+
+@pytest.mark.parametrize(
+    "key", sorted(k for k in TF_OUT if k.startswith(("nce_", "sampled_softmax_")))
+)
+def test_eager_v2_losses_equal_tensorflows(key):
+    # compat.v2's eager functions on the program's data: TF's recorded losses and gradients.
+    import keratron
+    import keratron.compat.v2 as tf2
+
+    fn = tf2.nn.nce_loss if key.startswith("nce") else tf2.nn.sampled_softmax_loss
+    labels, true_exp = (
+        (program.LABELS1, program.TRUE_EXP1) if "true1" in key else (program.LABELS2,
+                                                                    program.TRUE_EXP2)
+    )  # fmt: skip
+    w, b = tf2.Variable(program.W), tf2.Variable(program.BIAS)
+    x = tf2.Variable(program.X)
+    sv = (program.SAMPLED, true_exp, program.SAMPLED_EXP)
+    with keratron.GradientTape() as tape:
+        loss = fn(w, b, labels, x, 5, program.N_CLASSES, num_true=labels.shape[1],
+                  sampled_values=sv, remove_accidental_hits=key.endswith("remove"))  # fmt: skip
+        weighted = tf2.reduce_sum(loss * np.array([1.0, -0.5, 2.0], np.float32))
+    grads = tape.gradient(weighted, [w, b, x])
+    _same({"loss": loss.numpy().tolist(), "grads": [g.numpy().tolist() for g in grads]},
+          TF_OUT[key], key)  # fmt: skip
+
+
+def test_eager_v2_sampler_is_seeded_and_its_default_loss_trains():
+    import keratron.compat.v2 as tf2
+
+    tc = tf2.constant([[1], [4]], tf2.int64)
+    tf2.random.set_seed(4)
+    a = [tf2.random.log_uniform_candidate_sampler(tc, 1, 6, True, 40)[0].numpy() for _ in "ab"]
+    tf2.random.set_seed(4)
+    b = [tf2.random.log_uniform_candidate_sampler(tc, 1, 6, True, 40)[0].numpy() for _ in "ab"]
+    assert [v.tolist() for v in a] == [v.tolist() for v in b]
+    assert a[0].tolist() != a[1].tolist() and len(set(a[0].tolist())) == 6
+    s, t, e = tf2.random.uniform_candidate_sampler(tc, 1, 10, False, 20, seed=1)
+    np.testing.assert_allclose(t.numpy(), np.full((2, 1), 0.5))
+    np.testing.assert_allclose(e.numpy(), np.full(10, 0.5))
+    loss = tf2.nn.sampled_softmax_loss(np.ones((40, 3), np.float32), np.zeros(40, np.float32),
+                                       tc, np.ones((2, 3), np.float32), 6, 40)  # fmt: skip
+    assert loss.shape == (2,) and np.all(np.isfinite(loss.numpy()))

@@ -88,3 +88,8 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
 def l2_loss(t, name=None):
     """sum(t ** 2) / 2."""
     return kops.multiply(kops.sum(kops.square(convert_to_tensor(t))), 0.5)
+
+
+from keratron.compat.v2.candidate_sampling import nce_loss, sampled_softmax_loss  # noqa: E402
+
+__all__ += ["nce_loss", "sampled_softmax_loss"]

@@ -33,3 +33,11 @@ def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None)
         return krandom.randint(tuple(shape), minval, maxval, dtype=name_, seed=seed)
     maxval = 1.0 if maxval is None else maxval
     return krandom.uniform(tuple(shape), minval=minval, maxval=maxval, dtype=name_, seed=seed)
+
+
+from keratron.compat.v2.candidate_sampling import (  # noqa: E402
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
+
+__all__ += ["log_uniform_candidate_sampler", "uniform_candidate_sampler"]
