@@ -26,7 +26,10 @@ def _do_bench():
     return do_bench
 
 
-def matmul(shapes=((128, 784, 512), (12544, 32, 64), (1024, 1024, 1024)), dtype=torch.float16):
+def matmul(
+    shapes=((128, 784, 512), (12544, 32, 64), (1024, 1024, 1024), (64, 1024, 4096)),
+    dtype=torch.float16,
+):
     """Prints TFLOP/s of the kernel (bias + relu epilogue) and of torch for (M, K, N) shapes."""
     do_bench = _do_bench()
     from keratron.triton_kernels.matmul import matmul_route

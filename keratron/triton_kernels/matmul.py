@@ -1,6 +1,8 @@
 """The Triton route of the "matmul" primitive: `act(x @ w + b)` as one tiled GEMM with a fused
-bias + activation epilogue. The kernel, its configs and launch spec live in `_matmul`, loaded on
-the first call; the module's other names (`CONFIGS`, `aot_specs`, ...) are read from there."""
+bias + activation epilogue, its config planned from the shape and the compute capability
+(split-K with an ordered reduction for small M). The kernels, their configs and launch specs
+live in `_matmul`, loaded on the first call; the module's other names (`CONFIGS`, `plan`,
+`aot_specs`, ...) are read from there."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The Triton routes of the "softmax_cross_entropy" (forward) and "softmax_cross_entropy_grad"
-(backward) primitives: one program per row, in float32 whatever the storage dtype. The kernels,
-configs and launch specs live in `_softmax_xent`, loaded on the first call; the module's other
-names (`CONFIGS`, `BLOCK_MAX`, `aot_specs`, ...) are read from there."""
+(backward) primitives: one program per row (many rows per program for rows of up to 256
+classes), in float32 whatever the storage dtype. The kernels, configs and launch specs live in
+`_softmax_xent`, loaded on the first call; the module's other names (`CONFIGS`, `BLOCK_MAX`,
+`aot_specs`, ...) are read from there."""
 
 from __future__ import annotations
 
