@@ -29,6 +29,7 @@ TMA tensor descriptors are not used: the kernels read operands through arbitrary
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -318,6 +319,7 @@ def _cap(size: int, largest: int) -> int:
     return max(16, min(triton.next_power_of_2(max(size, 1)), largest))
 
 
+@functools.lru_cache(maxsize=1024)  # the launch path runs it on every call
 def plan(m: int, n: int, k: int, batch: int, dtype: torch.dtype, capability, sms: int) -> Plan:
     """The config, grid and K split of an (m x k) @ (k x n) product, from the shape and the
     device alone (no search on the GPU).
