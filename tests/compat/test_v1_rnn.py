@@ -162,7 +162,13 @@ def test_a_cell_defined_by_its_call_runs_in_dynamic_rnn(graph):
             lambda x: tf.nn.rnn_cell.DropoutWrapper(
                 tf.nn.rnn_cell.GRUCell(2), variational_recurrent=True
             ),
-            "variational",
+            "dtype",
+        ),
+        (
+            lambda x: tf.nn.rnn_cell.DropoutWrapper(
+                tf.nn.rnn_cell.GRUCell(2), 0.5, variational_recurrent=True, dtype=tf.float32
+            ),
+            "input_size",
         ),
         (lambda x: tf.nn.rnn_cell.MultiRNNCell([]), "at least one"),
         (lambda x: tf.nn.rnn_cell.MultiRNNCell([MinimalCell()]), "own call"),
@@ -211,3 +217,31 @@ def test_zero_state_of_a_fed_batch_size_feeds_dynamic_rnn(graph):
         np.testing.assert_allclose(got, want, rtol=1e-6)
         with pytest.raises(ValueError, match="batch_size"):
             sess.run(cell.zero_state(batch, tf.float32), {batch: 4})
+
+
+def test_variational_dropout_keeps_one_mask_for_all_steps_and_examples(graph):
+    cell = tf.nn.rnn_cell.DropoutWrapper(
+        tf.nn.rnn_cell.BasicLSTMCell(300), input_keep_prob=0.5, output_keep_prob=0.7,
+        state_keep_prob=0.8, variational_recurrent=True, input_size=400, dtype=tf.float32,
+        seed=2,
+    )  # fmt: skip
+    x = tf.placeholder(tf.float32, [3, 4, 400])
+    out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    xs = tf.unstack(x, axis=1)
+    outs, _ = tf.nn.static_rnn(cell, xs, dtype=tf.float32)
+    data = np.ones((3, 4, 400), np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        k = np.abs(np.random.default_rng(0).normal(size=(700, 1200))).astype(np.float32)
+        tf.global_variables()[0].load(k * 0.05, sess)
+        first, static = sess.run([out, outs], {x: data})
+        second = sess.run(out, {x: data})
+    dropped = first == 0
+    assert abs(dropped.mean() - 0.3) < 0.05
+    # One output mask for every step and example within a run ...
+    assert (dropped == dropped[:1, :1]).all()
+    np.testing.assert_array_equal(
+        np.stack(static, 1) == 0, np.broadcast_to(dropped[:1, :1], (3, 4, 300))
+    )
+    # ... and a new one in the next run.
+    assert ((second == 0) != dropped).any()

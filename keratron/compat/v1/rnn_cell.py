@@ -510,23 +510,20 @@ def _keep_prob(p, what):
 
 
 class DropoutWrapper(RNNCell):
-    """Dropout on a cell's inputs, outputs and new state (TF's non-variational form: a fresh
-    mask every step). Of an `LSTMStateTuple` only `h` is dropped, as TF's default filter does.
+    """Dropout on a cell's inputs, outputs and new state: a fresh mask every step, or with
+    `variational_recurrent` one mask per run for all steps and examples (TF's [1, size]
+    noise, drawn once per `Session.run`). Of an `LSTMStateTuple` only `h` is dropped, as TF's
+    default filter does.
 
     Raises:
-        ValueError: a keep probability outside (0, 1], or `variational_recurrent=True` (the
-            per-sequence masks are not supported).
+        ValueError: a keep probability outside (0, 1]; `variational_recurrent` without
+            `dtype`, or without `input_size` when inputs are dropped.
     """
 
     def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
                  variational_recurrent=False, input_size=None, dtype=None, seed=None,
                  dropout_state_filter_visitor=None):  # fmt: skip
         super().__init__()
-        if variational_recurrent:
-            raise ValueError(
-                "DropoutWrapper: variational_recurrent=True is not supported. "
-                "Received: variational_recurrent=True"
-            )
         if dropout_state_filter_visitor is not None:
             raise ValueError("DropoutWrapper: dropout_state_filter_visitor is not supported.")
         _require_lowerable(cell, "DropoutWrapper")
@@ -537,6 +534,34 @@ class DropoutWrapper(RNNCell):
             _keep_prob(state_keep_prob, "state_keep_prob"),
         ]
         self._gen = array_ops._seed(seed)
+        self._noise = [None, None, None]  # variational: graph tensors of uniform noise
+        if variational_recurrent:
+            self._noise = self._variational_noise(input_size, dtype, seed)
+
+    def _variational_noise(self, input_size, dtype, seed):
+        if dtype is None:
+            raise ValueError(
+                "DropoutWrapper: when variational_recurrent=True, dtype must be provided. "
+                "Received: dtype=None"
+            )
+        if self._keeps[0] is not None and input_size is None:
+            raise ValueError(
+                "DropoutWrapper: when variational_recurrent=True and input_keep_prob < 1.0 "
+                "(or is a tensor), input_size must be provided. Received: input_size=None"
+            )
+
+        def noise(sizes, salt):
+            op_seed = None if seed is None else int(seed) * 7 + salt
+            return [array_ops.random_uniform([1, int(n)], dtype=dtype, seed=op_seed)
+                    for n in sizes]  # fmt: skip
+
+        k_in, k_out, k_state = self._keeps
+        state_sizes = tree.flatten(self._cell.state_size)
+        return [
+            None if k_in is None else noise(tree.flatten(input_size), 1),
+            None if k_out is None else noise(tree.flatten(self._cell.output_size), 2),
+            None if k_state is None else noise(state_sizes, 3),
+        ]
 
     @property
     def wrapped_cell(self):
@@ -556,26 +581,33 @@ class DropoutWrapper(RNNCell):
     def _variables_list(self):
         return self._cell._variables_list()
 
-    def _params(self):
-        return self._cell._params() + [k for k in self._keeps if isinstance(k, Tensor)]
+    def _own_params(self):
+        keeps = [k for k in self._keeps if isinstance(k, Tensor)]
+        return keeps + [t for group in self._noise if group is not None for t in group]
 
-    def _drop(self, v, keep):
-        u = krandom.uniform(tuple(v.shape), dtype=v.dtype, seed=self._gen)
-        return v / keep * kops.floor(keep + u)
+    def _params(self):
+        return self._cell._params() + self._own_params()
+
+    def _drop(self, v, keep, noise=None):
+        if noise is None:
+            noise = krandom.uniform(tuple(v.shape), dtype=v.dtype, seed=self._gen)
+        return v / keep * kops.floor(keep + noise)
 
     def _kstep(self, x, state, params):
-        n_tensor = sum(isinstance(k, Tensor) for k in self._keeps)
-        inner = params[: len(params) - n_tensor]
-        fed = list(params[len(params) - n_tensor :])
-        keep = [fed.pop(0) if isinstance(k, Tensor) else k for k in self._keeps]
+        n_own = len(self._own_params())
+        inner, own = params[: len(params) - n_own], list(params[len(params) - n_own :])
+        keep = [own.pop(0) if isinstance(k, Tensor) else k for k in self._keeps]
+        noise = [None if g is None else [own.pop(0) for _ in g] for g in self._noise]
         if keep[0] is not None:
-            x = self._drop(x, keep[0])
+            x = self._drop(x, keep[0], noise[0] and noise[0][0])
         out, new = self._cell._kstep(x, state, inner)
         if keep[2] is not None:
             kept = _lstm_c_leaves(self._cell.state_size)
-            new = [v if is_c else self._drop(v, keep[2]) for v, is_c in zip(new, kept)]
+            state_noise = noise[2] or [None] * len(new)
+            new = [v if is_c else self._drop(v, keep[2], u)
+                   for v, is_c, u in zip(new, kept, state_noise)]  # fmt: skip
         if keep[1] is not None:
-            out = self._drop(out, keep[1])
+            out = self._drop(out, keep[1], noise[1] and noise[1][0])
         return out, new
 
 
