@@ -1,11 +1,12 @@
 """Primitives: the units the engine computes, records and differentiates.
 
 A primitive bundles, in one place, its CPU implementation (torch; the reference semantics),
-its abstract rule (output shapes/dtypes, by default the implementation run on torch's "meta"
-device), its VJP rule written with keratron ops, the facts the compiler needs about it
-(in-place form, fresh outputs, fusable epilogues) and its device routes (`device_route`), which
-`ops._dispatch` may pick. `bind` is the one entry point: it computes (or, under tracing,
-records a graph node) and lets every active `GradientTape` record the call.
+its abstract rule (output shapes/dtypes: its `shape_rule` where it has one, else the
+implementation run on torch's "meta" device), its VJP rule written with keratron ops, the
+facts the compiler needs about it (in-place form, fresh outputs, fusable epilogues) and its
+device routes (`device_route`), which `ops._dispatch` may pick. `bind` is the one entry
+point: it computes (or, under tracing, records a graph node) and lets every active
+`GradientTape` record the call.
 """
 
 from __future__ import annotations
@@ -144,6 +145,12 @@ class Primitive:
             primitive as not differentiable.
         abstract: optional `abstract(*meta_values, **params)`; defaults to `impl` on meta
             tensors.
+        shape_rule: optional `shape_rule(*avals, **params)` -> list of (shape tuple, torch
+            dtype), one per output, from the inputs' avals ((shape tuple, torch dtype) pairs,
+            None for absent inputs); it may return None for a case it does not cover. It runs
+            no kernel: shape inference (tracing, symbolic layer calls) then stays clear of
+            torch's Python meta kernels, which import torch._dynamo and sympy. Where it
+            answers, it takes precedence over `abstract` and must agree with `impl`.
         multiple_results: whether `impl` returns a tuple.
         effect: True for ops with side effects or randomness (never merged or folded).
         inplace: name of the torch.Tensor method that computes the op into its first input
@@ -177,6 +184,7 @@ class Primitive:
         "impl",
         "vjp",
         "abstract",
+        "shape_rule",
         "multiple_results",
         "effect",
         "inplace",
@@ -207,6 +215,7 @@ class Primitive:
         simplify: Callable | None = None,
         fill_value: float | None = None,
         fuses_as: str | None = None,
+        shape_rule: Callable | None = None,
     ):
         if name in PRIMITIVES:
             raise ValueError(f"Primitive {name!r} is already registered.")
@@ -224,6 +233,7 @@ class Primitive:
         self.simplify = simplify
         self.fill_value = fill_value
         self.fuses_as = fuses_as
+        self.shape_rule = shape_rule
         self.routes: dict[str, Callable] = {}
         PRIMITIVES[name] = self
 
@@ -243,7 +253,12 @@ class Primitive:
         return f"Primitive({self.name})"
 
     def abstract_eval(self, avals, params):
-        """Output (shape, dtype) pairs from input (shape, dtype) pairs, via meta tensors."""
+        """Output (shape, dtype) pairs from input (shape, dtype) pairs: the `shape_rule`'s
+        answer, else the abstract rule (or `impl`) run on meta tensors."""
+        if self.shape_rule is not None:
+            out = self.shape_rule(*avals, **params)
+            if out is not None:
+                return [(tuple(shape), dtype) for shape, dtype in out]
         metas = [None if a is None else torch.empty(a[0], dtype=a[1], device="meta") for a in avals]
         fn = self.abstract or self.impl
         out = fn(*metas, **params)

@@ -17,6 +17,10 @@ A route that cannot handle a case raises NotImplementedError and the reference r
 "fallback") or a clear error is raised (a "cuda" route under "triton"). Everything runs with
 torch's grad mode off (`without_grad`), so torch.autograd never records keratron's work and
 torch's global state is left as found.
+
+A call on data-free "meta" values (shape inference for a symbolic layer call) whose primitive
+has a `shape_rule` gets empty meta outputs of the rule's shapes and dtypes: no meta kernel
+runs (torch's Python meta kernels import torch._dynamo and sympy).
 """
 
 from __future__ import annotations
@@ -51,8 +55,26 @@ def _device_type(vals) -> str | None:
     return None
 
 
+def _meta_outputs(prim, vals, params):
+    """Empty meta outputs shaped by `prim.shape_rule`, or None where the rule does not cover
+    the call."""
+    avals = [None if v is None else (tuple(v.shape), v.dtype) for v in vals]
+    out = prim.shape_rule(*avals, **params)
+    if out is None:
+        return None
+    outs = tuple(torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in out)
+    return outs if prim.multiple_results else outs[0]
+
+
 def execute(prim, vals, params):
     """Runs `prim` on torch values `vals` with `params`; returns torch value(s)."""
+    if prim.shape_rule is not None:
+        for v in vals:
+            if v is not None and v.is_meta:
+                out = _meta_outputs(prim, vals, params)
+                if out is not None:
+                    return out
+                break
     routes = prim.routes
     if routes:
         route = routes.get("cuda")

@@ -30,6 +30,7 @@ from keratron import config
 from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.primitive import device_route
 from keratron.autodiff.tracing import Graph, Node
+from keratron.ops import _shape_rules as rules
 from keratron.ops import epilogue
 from keratron.ops._core import Primitive, Tensor, as_tensor
 from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
@@ -115,7 +116,36 @@ def _conv_vjp(g, x, k, b, out, strides, padding, dilation, groups, activation):
     return gx, gk, (None if b is None else g)
 
 
-conv_p = Primitive("conv", _conv_impl, _conv_vjp, fresh=True, epilogues=epilogue.FUSED)
+def _conv_out_spatial(shape, window, strides, padding, dilation):
+    """The output's spatial sizes, or None where the window does not fit."""
+    out = tuple(
+        rules.window_out(s, k, st, lo, hi, d)
+        for s, k, st, (lo, hi), d in zip(shape[1:-1], window, strides, padding, dilation)
+    )
+    return None if any(o < 1 for o in out) else out
+
+
+def _conv_shape(x, k, b, strides, padding, dilation, groups, activation):
+    (shape, dtype), (kshape, kdtype) = x, k
+    nd = len(shape) - 2
+    if nd < 1 or len(kshape) != nd + 2 or kdtype != dtype or not dtype.is_floating_point:
+        return None
+    if kshape[-2] * groups != shape[-1] or kshape[-1] % groups:
+        return None
+    if b is not None and (b[1] != dtype or tuple(b[0]) != (kshape[-1],)):
+        return None
+    out = _conv_out_spatial(shape, kshape[:-2], strides, padding, dilation)
+    return None if out is None else [((shape[0], *out, kshape[-1]), dtype)]
+
+
+conv_p = Primitive(
+    "conv",
+    _conv_impl,
+    _conv_vjp,
+    fresh=True,
+    epilogues=epilogue.FUSED,
+    shape_rule=_conv_shape,
+)
 
 
 # ------------------------------------------------------------------------------ conv, CPU route
@@ -396,8 +426,30 @@ def _conv_grad_filter_vjp(hk, x, g, out, kernel_shape, strides, padding, dilatio
     )
 
 
-conv_grad_input_p = Primitive("conv_grad_input", _conv_grad_input_impl, _conv_grad_input_vjp)
-conv_grad_filter_p = Primitive("conv_grad_filter", _conv_grad_filter_impl, _conv_grad_filter_vjp)
+def _conv_grad_input_shape(g, k, input_shape, strides, padding, dilation, groups):
+    if g[1] != k[1] or not g[1].is_floating_point:
+        return None
+    return [(tuple(input_shape), g[1])]
+
+
+def _conv_grad_filter_shape(x, g, kernel_shape, strides, padding, dilation, groups):
+    if g[1] != x[1] or not g[1].is_floating_point:
+        return None
+    return [(tuple(kernel_shape), g[1])]
+
+
+conv_grad_input_p = Primitive(
+    "conv_grad_input",
+    _conv_grad_input_impl,
+    _conv_grad_input_vjp,
+    shape_rule=_conv_grad_input_shape,
+)
+conv_grad_filter_p = Primitive(
+    "conv_grad_filter",
+    _conv_grad_filter_impl,
+    _conv_grad_filter_vjp,
+    shape_rule=_conv_grad_filter_shape,
+)
 
 
 # ------------------------------------------------------------------------------ argument parsing
@@ -832,8 +884,35 @@ def _max_pool_vjp(gs, x, out, pool_size, strides, padding):
     return (max_pool_grad_p.bind(x, gs[0], out[1], **params),)
 
 
+def _pooled_shape(x, pool_size, strides, padding):
+    """(N, *out spatial, C) of a 2D/3D pooling of a float or integer input, else None."""
+    shape, dtype = x
+    if len(shape) not in (4, 5) or dtype is torch.bool or dtype.is_complex:
+        return None
+    out = _conv_out_spatial(shape, pool_size, strides, padding, (1,) * len(pool_size))
+    return None if out is None else (shape[0], *out, shape[-1])
+
+
+def _pooled_aval(x, pool_size, strides, padding):
+    out = _pooled_shape(x, pool_size, strides, padding)
+    return None if out is None else [(out, x[1])]
+
+
+def _max_pool_shape(x, pool_size, strides, padding):
+    out = _pooled_shape(x, pool_size, strides, padding)
+    if out is None:
+        return None
+    # The argmax indices stay channels_first, as aten gives them.
+    return [(out, x[1]), ((out[0], out[-1], *out[1:-1]), torch.int64)]
+
+
 max_pool_p = Primitive(
-    "max_pool", _max_pool_impl, _max_pool_vjp, multiple_results=True, vjp_accepts_none=True
+    "max_pool",
+    _max_pool_impl,
+    _max_pool_vjp,
+    multiple_results=True,
+    vjp_accepts_none=True,
+    shape_rule=_max_pool_shape,
 )
 # The gradient of max_pool_grad w.r.t. x is zero almost everywhere (it is piecewise constant).
 # Without indices (None), max_pool_grad finds them again from x.
@@ -845,6 +924,9 @@ max_pool_grad_p = Primitive(
         max_pool_gather_p.bind(x, h, **_pool_params(pool_size, strides, padding)),
         None,
     ),
+    shape_rule=lambda x, g, idx, pool_size, strides, padding: (
+        [x] if g[1] == x[1] and _pooled_shape(x, pool_size, strides, padding) == g[0] else None
+    ),
 )
 max_pool_gather_p = Primitive(
     "max_pool_gather",
@@ -852,6 +934,10 @@ max_pool_gather_p = Primitive(
     lambda g, x, h, out, pool_size, strides, padding: (
         None,
         max_pool_grad_p.bind(x, g, None, **_pool_params(pool_size, strides, padding)),
+    ),
+    # An empty input is left to torch (the gather's reshape cannot infer a size from 0).
+    shape_rule=lambda x, h, pool_size, strides, padding: (
+        _pooled_aval(x, pool_size, strides, padding) if h == x and 0 not in x[0] else None
     ),
 )
 
@@ -948,12 +1034,18 @@ avg_pool_p = Primitive(
     lambda g, x, out, pool_size, strides, padding: (
         avg_pool_grad_p.bind(g, input_shape=x.shape, **_pool_params(pool_size, strides, padding)),
     ),
+    shape_rule=lambda x, pool_size, strides, padding: (
+        _pooled_aval(x, pool_size, strides, padding) if x[1].is_floating_point else None
+    ),
 )
 avg_pool_grad_p = Primitive(
     "avg_pool_grad",
     _avg_pool_grad_impl,
     lambda h, g, out, input_shape, pool_size, strides, padding: (
         avg_pool_p.bind(h, **_pool_params(pool_size, strides, padding)),
+    ),
+    shape_rule=lambda g, input_shape, pool_size, strides, padding: (
+        [(tuple(input_shape), g[1])] if g[1].is_floating_point else None
     ),
 )
 

@@ -13,6 +13,7 @@ import torch
 from keratron import config
 from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.dtypes import standardize_dtype
+from keratron.ops import _shape_rules as rules
 from keratron.ops._core import (
     Primitive,
     Tensor,
@@ -244,6 +245,7 @@ add_p, add = _binary(
     fresh=True,
     simplify=_simplify_add,
     fuses_as="bias",
+    shape_rule=rules.binary,
 )
 subtract_p, subtract = _binary(
     "subtract",
@@ -252,6 +254,7 @@ subtract_p, subtract = _binary(
     inplace="sub_",
     fresh=True,
     simplify=_simplify_subtract,
+    shape_rule=rules.binary_no_bool,
 )
 multiply_p, multiply = _binary(
     "multiply",
@@ -262,6 +265,7 @@ multiply_p, multiply = _binary(
     fresh=True,
     simplify=_simplify_multiply,
     fuses_as="scale",
+    shape_rule=rules.binary,
 )
 divide_p, divide = _binary(
     "divide",
@@ -269,6 +273,7 @@ divide_p, divide = _binary(
     lambda g, x, y, out: (divide(g, y), negative(divide(multiply(g, out), y))),
     inplace="div_",
     fresh=True,
+    shape_rule=rules.binary_to_float,
 )
 true_divide = divide
 
@@ -293,7 +298,9 @@ def _power_vjp(g, x, y, out):
     return gx, gy
 
 
-power_p, power = _binary("power", torch.pow, _power_vjp, fresh=True)
+power_p, power = _binary(
+    "power", torch.pow, _power_vjp, fresh=True, shape_rule=rules.binary_no_bool
+)
 negative_p, negative = _unary(
     "negative",
     torch.neg,
@@ -301,6 +308,7 @@ negative_p, negative = _unary(
     inplace="neg_",
     fresh=True,
     simplify=_simplify_negative,
+    shape_rule=rules.same_numeric,
 )
 abs_p, abs = _unary(
     "abs",
@@ -309,18 +317,36 @@ abs_p, abs = _unary(
     bool_to="bool",
     inplace="abs_",
     fresh=True,
+    shape_rule=rules.same_numeric,
 )
 absolute = abs
 sign_p, sign = _unary("sign", torch.sign, None)
 exp_p, exp = _unary(
-    "exp", torch.exp, lambda g, x, out: (multiply(g, out),), inplace="exp_", fresh=True
+    "exp",
+    torch.exp,
+    lambda g, x, out: (multiply(g, out),),
+    inplace="exp_",
+    fresh=True,
+    shape_rule=rules.same_float,
 )
 exp2_p, exp2 = _unary(
     "exp2", torch.exp2, lambda g, x, out: (multiply(g, multiply(out, math.log(2.0))),)
 )
-log_p, log = _unary("log", torch.log, lambda g, x, out: (divide(g, x),), inplace="log_", fresh=True)
+log_p, log = _unary(
+    "log",
+    torch.log,
+    lambda g, x, out: (divide(g, x),),
+    inplace="log_",
+    fresh=True,
+    shape_rule=rules.same_float,
+)
 log1p_p, log1p = _unary(
-    "log1p", torch.log1p, lambda g, x, out: (divide(g, add(x, 1)),), inplace="log1p_", fresh=True
+    "log1p",
+    torch.log1p,
+    lambda g, x, out: (divide(g, add(x, 1)),),
+    inplace="log1p_",
+    fresh=True,
+    shape_rule=rules.same_float,
 )
 log2_p, log2 = _unary(
     "log2", torch.log2, lambda g, x, out: (divide(g, multiply(x, math.log(2.0))),)
@@ -334,6 +360,7 @@ expm1_p, expm1 = _unary(
     lambda g, x, out: (multiply(g, add(out, 1)),),
     inplace="expm1_",
     fresh=True,
+    shape_rule=rules.same_float,
 )
 sqrt_p, sqrt = _unary(
     "sqrt",
@@ -341,6 +368,7 @@ sqrt_p, sqrt = _unary(
     lambda g, x, out: (divide(multiply(g, 0.5), out),),
     inplace="sqrt_",
     fresh=True,
+    shape_rule=rules.same_float,
 )
 rsqrt_p, rsqrt = _unary(
     "rsqrt",
@@ -348,6 +376,7 @@ rsqrt_p, rsqrt = _unary(
     lambda g, x, out: (multiply(g, multiply(-0.5, divide(out, x))),),
     inplace="rsqrt_",
     fresh=True,
+    shape_rule=rules.same_float,
 )
 square_p, square = _unary(
     "square",
@@ -356,6 +385,7 @@ square_p, square = _unary(
     bool_to="int32",
     inplace="square_",
     fresh=True,
+    shape_rule=rules.same_numeric,
 )
 reciprocal_p, reciprocal = _unary(
     "reciprocal",
@@ -363,6 +393,7 @@ reciprocal_p, reciprocal = _unary(
     lambda g, x, out: (negative(multiply(g, square(out))),),
     inplace="reciprocal_",
     fresh=True,
+    shape_rule=rules.same_float,
 )
 sin_p, sin = _unary(
     "sin", torch.sin, lambda g, x, out: (multiply(g, cos(x)),), inplace="sin_", fresh=True
@@ -397,6 +428,7 @@ tanh_p, tanh = _unary(
     inplace="tanh_",
     fresh=True,
     fuses_as="tanh",
+    shape_rule=rules.same_float,
 )
 arcsinh_p, arcsinh = _unary(
     "arcsinh", torch.asinh, lambda g, x, out: (multiply(g, rsqrt(add(square(x), 1))),)
@@ -413,6 +445,7 @@ erf_p, erf = _unary(
     lambda g, x, out: (multiply(g, multiply(2.0 / math.sqrt(math.pi), exp(negative(square(x))))),),
     inplace="erf_",
     fresh=True,
+    shape_rule=rules.same_float,
 )
 erfinv_p, erfinv = _unary(
     "erfinv",
@@ -426,6 +459,7 @@ sigmoid_p = Primitive(
     inplace="sigmoid_",
     fresh=True,
     fuses_as="sigmoid",
+    shape_rule=rules.same_float,
 )
 
 
@@ -491,7 +525,15 @@ def _clip_vjp(g, x, lo, hi, out):
     return where(inside, g, 0), None, None
 
 
-clip_p = Primitive("clip", _clip_impl, _clip_vjp, fresh=True)
+def _clip_shape(x, lo, hi):
+    if x[1] is torch.bool:
+        return None
+    shape = rules.broadcast_shapes(x[0], lo[0], hi[0])
+    dtype = rules.result_type(x, lo, hi)
+    return None if shape is None or dtype is None else [(shape, dtype)]
+
+
+clip_p = Primitive("clip", _clip_impl, _clip_vjp, fresh=True, shape_rule=_clip_shape)
 
 
 def clip(x, x_min, x_max):
@@ -513,6 +555,7 @@ maximum_p, maximum = _binary(
         where(greater_equal(x, y), 0, g),
     ),
     fresh=True,
+    shape_rule=rules.binary,
 )
 minimum_p, minimum = _binary(
     "minimum",
@@ -522,6 +565,7 @@ minimum_p, minimum = _binary(
         where(less_equal(x, y), 0, g),
     ),
     fresh=True,
+    shape_rule=rules.binary,
 )
 
 
@@ -548,7 +592,22 @@ def _simplify_where(graph, node, prod):
     return None
 
 
-where_p = Primitive("where", _where_impl, _where_vjp, fresh=True, simplify=_simplify_where)
+def _where_shape(c, x, y):
+    if c[1] is not torch.bool:
+        return None
+    shape = rules.broadcast_shapes(c[0], x[0], y[0])
+    dtype = rules.result_type(x, y)
+    return None if shape is None or dtype is None else [(shape, dtype)]
+
+
+where_p = Primitive(
+    "where",
+    _where_impl,
+    _where_vjp,
+    fresh=True,
+    simplify=_simplify_where,
+    shape_rule=_where_shape,
+)
 
 
 def where(condition, x1=None, x2=None):
@@ -570,20 +629,28 @@ def where(condition, x1=None, x2=None):
 
 
 # ------------------------------------------------------------------------ comparisons, logic
-equal_p, equal = _binary("equal", torch.eq, None)
-not_equal_p, not_equal = _binary("not_equal", torch.ne, None)
-less_p, less = _binary("less", torch.lt, None)
-less_equal_p, less_equal = _binary("less_equal", torch.le, None)
-greater_p, greater = _binary("greater", torch.gt, None)
-greater_equal_p, greater_equal = _binary("greater_equal", torch.ge, None)
-logical_and_p, logical_and = _binary("logical_and", torch.logical_and, None)
-logical_or_p, logical_or = _binary("logical_or", torch.logical_or, None)
-logical_xor_p, logical_xor = _binary("logical_xor", torch.logical_xor, None)
-logical_not_p, logical_not = _unary("logical_not", torch.logical_not, None)
+equal_p, equal = _binary("equal", torch.eq, None, shape_rule=rules.compare)
+not_equal_p, not_equal = _binary("not_equal", torch.ne, None, shape_rule=rules.compare)
+less_p, less = _binary("less", torch.lt, None, shape_rule=rules.compare)
+less_equal_p, less_equal = _binary("less_equal", torch.le, None, shape_rule=rules.compare)
+greater_p, greater = _binary("greater", torch.gt, None, shape_rule=rules.compare)
+greater_equal_p, greater_equal = _binary("greater_equal", torch.ge, None, shape_rule=rules.compare)
+logical_and_p, logical_and = _binary(
+    "logical_and", torch.logical_and, None, shape_rule=rules.compare
+)
+logical_or_p, logical_or = _binary("logical_or", torch.logical_or, None, shape_rule=rules.compare)
+logical_xor_p, logical_xor = _binary(
+    "logical_xor", torch.logical_xor, None, shape_rule=rules.compare
+)
+logical_not_p, logical_not = _unary(
+    "logical_not", torch.logical_not, None, shape_rule=lambda x: [(x[0], torch.bool)]
+)
 bitwise_invert_p, bitwise_invert = _unary("bitwise_invert", torch.bitwise_not, None)
-isnan_p, isnan = _unary("isnan", torch.isnan, None)
-isinf_p, isinf = _unary("isinf", torch.isinf, None)
-isfinite_p, isfinite = _unary("isfinite", torch.isfinite, None)
+isnan_p, isnan = _unary("isnan", torch.isnan, None, shape_rule=lambda x: [(x[0], torch.bool)])
+isinf_p, isinf = _unary("isinf", torch.isinf, None, shape_rule=lambda x: [(x[0], torch.bool)])
+isfinite_p, isfinite = _unary(
+    "isfinite", torch.isfinite, None, shape_rule=lambda x: [(x[0], torch.bool)]
+)
 
 
 def _cast_vjp(g, x, out, dtype):
@@ -593,7 +660,11 @@ def _cast_vjp(g, x, out, dtype):
 
 
 cast_p = Primitive(
-    "cast", lambda x, dtype: x.to(dtype), _cast_vjp, simplify=passes.identity_on_same_aval
+    "cast",
+    lambda x, dtype: x.to(dtype),
+    _cast_vjp,
+    simplify=passes.identity_on_same_aval,
+    shape_rule=lambda x, dtype: [(x[0], dtype)],
 )
 
 
@@ -606,7 +677,7 @@ def cast(x, dtype):
     return cast_p.bind(x, dtype=td)
 
 
-copy_p, copy = _unary("copy", torch.clone, lambda g, x, out: (g,))
+copy_p, copy = _unary("copy", torch.clone, lambda g, x, out: (g,), shape_rule=rules.same)
 
 
 def identity(x):
@@ -621,6 +692,7 @@ nan_to_num_p = Primitive(
     "nan_to_num",
     lambda x, nan, posinf, neginf: torch.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
     _nan_to_num_vjp,
+    shape_rule=rules.same_float,
 )
 
 
@@ -680,17 +752,23 @@ def imag(x):
 # need numerically careful primitives (the rest are composites in ops.nn)
 # The derivatives of relu and relu6 as one pass each (torch's threshold / hardtanh backward):
 # g where 0 < x (< 6), else 0. Read off the input or, equally, off the output.
+def _activation_grad_shape(g, x):
+    return [g] if g == x and g[1].is_floating_point else None
+
+
 relu_grad_p = Primitive(
     "relu_grad",
     lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),
     lambda gg, g, x, out: (relu_grad_p.bind(gg, x), None),
     fresh=True,
+    shape_rule=_activation_grad_shape,
 )
 relu6_grad_p = Primitive(
     "relu6_grad",
     lambda g, x: torch.ops.aten.hardtanh_backward(g, x, 0.0, 6.0),
     lambda gg, g, x, out: (relu6_grad_p.bind(gg, x), None),
     fresh=True,
+    shape_rule=_activation_grad_shape,
 )
 
 
@@ -717,6 +795,7 @@ relu_p = Primitive(
     inplace="relu_",
     fresh=True,
     fuses_as="relu",
+    shape_rule=rules.same_numeric,
 )
 
 
@@ -730,6 +809,8 @@ relu6_p = Primitive(
     lambda g, x, out: (relu6_grad_p.bind(g, x),),
     fresh=True,
     fuses_as="relu6",
+    # clamp's float bounds make an integer input's result float: left to torch.
+    shape_rule=rules.same_float,
 )
 
 
@@ -748,6 +829,7 @@ softplus_p = Primitive(
     ),
     lambda g, x, out: (multiply(g, sigmoid_p.bind(x)),),
     fresh=True,
+    shape_rule=rules.same_float,
 )
 
 
@@ -764,9 +846,9 @@ def _stop_gradient_impl(x):
     return x
 
 
-stop_gradient_p = Primitive("stop_gradient", _stop_gradient_impl)
-ones_like_p = Primitive("ones_like", torch.ones_like, fill_value=1)
-zeros_like_p = Primitive("zeros_like", torch.zeros_like, fill_value=0)
+stop_gradient_p = Primitive("stop_gradient", _stop_gradient_impl, shape_rule=rules.same)
+ones_like_p = Primitive("ones_like", torch.ones_like, fill_value=1, shape_rule=rules.same)
+zeros_like_p = Primitive("zeros_like", torch.zeros_like, fill_value=0, shape_rule=rules.same)
 
 
 # ------------------------------------------------------------------------ numpy extras

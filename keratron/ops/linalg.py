@@ -19,6 +19,7 @@ import torch
 
 from keratron.autodiff import memory_plan
 from keratron.autodiff.jvp import jvp
+from keratron.ops import _shape_rules as rules
 from keratron.ops import epilogue, reduction
 from keratron.ops._core import (
     Primitive,
@@ -151,7 +152,30 @@ def _matmul_vjp(g, x, w, b, out, activation):
     return gx, gw, (None if b is None else g)
 
 
-matmul_p = Primitive("matmul", _matmul_impl, _matmul_vjp, fresh=True, epilogues=epilogue.FUSED)
+def _matmul_shape(x, w, b, activation):
+    (xs, dtype), (ws, wdtype) = x, w
+    if wdtype != dtype or not dtype.is_floating_point or not xs or not ws:
+        return None
+    # torch.matmul: a 1-D operand gains (and then loses) a unit axis; batch axes broadcast.
+    x2 = xs if len(xs) > 1 else (1, *xs)
+    w2 = ws if len(ws) > 1 else (*ws, 1)
+    batch = rules.broadcast_shapes(x2[:-2], w2[:-2])
+    if x2[-1] != w2[-2] or batch is None:
+        return None
+    out = batch + xs[-2:-1] + ws[-1:] if len(ws) > 1 else batch + xs[-2:-1]
+    if b is not None and (b[1] != dtype or rules.broadcast_shapes(out, b[0]) != out):
+        return None
+    return [(out, dtype)]
+
+
+matmul_p = Primitive(
+    "matmul",
+    _matmul_impl,
+    _matmul_vjp,
+    fresh=True,
+    epilogues=epilogue.FUSED,
+    shape_rule=_matmul_shape,
+)
 
 
 @memory_plan.keeps_output(matmul_p)

@@ -24,6 +24,7 @@ from keratron.ops._core import (
     canonical_axis,
     on_device_of,
 )
+from keratron.ops._shape_rules import reduced_shape, same_float
 from keratron.ops.convolution import *  # noqa: F403
 from keratron.ops.elementwise import (
     abs,
@@ -378,12 +379,14 @@ softmax_p = Primitive(
         multiply(out, subtract(g, sum(multiply(g, out), axis, keepdims=True))),
     ),
     fresh=True,
+    shape_rule=same_float,
 )
 log_softmax_p = Primitive(
     "log_softmax",
     lambda x, axis: torch.log_softmax(x, dim=axis),
     lambda g, x, out, axis: (subtract(g, multiply(exp(out), sum(g, axis, keepdims=True))),),
     fresh=True,
+    shape_rule=same_float,
 )
 
 
@@ -518,7 +521,16 @@ def _moments_vjp(gs, x, out, axes, keepdims):
     return (add(divide(gm, n), multiply(multiply(gv, 2.0 / n), subtract(x, mean))),)
 
 
-moments_p = Primitive("moments", _moments_impl, _moments_vjp, multiple_results=True)
+def _moments_shape(x, axes, keepdims):
+    shape = reduced_shape(x[0], tuple(axes), keepdims) if axes else None
+    if shape is None or not x[1].is_floating_point:
+        return None
+    return [(shape, x[1]), (shape, x[1])]
+
+
+moments_p = Primitive(
+    "moments", _moments_impl, _moments_vjp, multiple_results=True, shape_rule=_moments_shape
+)
 
 
 def moments(x, axes, keepdims=False, synchronized=False):

@@ -6,6 +6,7 @@ import torch
 
 from keratron import config
 from keratron.autodiff.tensor import Tensor
+from keratron.ops import _shape_rules as rules
 from keratron.ops._core import (
     Primitive,
     _axis_list,
@@ -103,11 +104,22 @@ def _sum_impl(x, axis, keepdims):
     return torch.sum(x, dim=axis, keepdim=keepdims, dtype=dtype)
 
 
+def _sum_shape(x, axis, keepdims):
+    shape, dtype = x
+    if dtype.is_complex:
+        return None
+    out = rules.reduced_shape(shape, axis, keepdims)
+    if not (dtype.is_floating_point or dtype is torch.int32):
+        dtype = torch.int64  # torch's integer sums (but int32's, see `_sum_impl`)
+    return None if out is None else [(out, dtype)]
+
+
 sum_p = Primitive(
     "sum",
     _sum_impl,
     lambda g, x, out, axis, keepdims: (_expand_back(g, x, axis, keepdims),),
     fresh=True,
+    shape_rule=_sum_shape,
 )
 
 
@@ -152,7 +164,11 @@ def _extreme(name, fn):
         count = _expand_back(sum_p.bind(mask, axis=axis, keepdims=keepdims), x, axis, keepdims)
         return (divide(multiply(_expand_back(g, x, axis, keepdims), mask), count),)
 
-    p = Primitive(name, impl, vjp, fresh=True)
+    def shape_rule(x, axis, keepdims):
+        # torch rejects an empty reduction; its error comes from the meta kernel.
+        return None if 0 in x[0] else rules.reduction(x, axis, keepdims)
+
+    p = Primitive(name, impl, vjp, fresh=True, shape_rule=shape_rule)
 
     def op(x, axis=None, keepdims=False, initial=None):
         x = as_tensor(x)
@@ -266,6 +282,9 @@ logsumexp_p = Primitive(
         ),
     ),
     fresh=True,
+    shape_rule=lambda x, axis, keepdims: (
+        rules.reduction(x, axis, keepdims) if x[1].is_floating_point else None
+    ),
 )
 
 

@@ -314,15 +314,14 @@ def _lstm_onednn_impl(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
     return all_h, h, c, x.new_empty((0,), dtype=torch.uint8)
 
 
-def _lstm_onednn_abstract(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
-    (batch, steps, _), units = x.shape, h0.shape[-1]
-    new = x.new_empty
-    return (
-        new((batch, steps, units)),
-        new((batch, units)),
-        new((batch, units)),
-        x.new_empty((0,), dtype=torch.uint8),
-    )
+def _lstm_onednn_shape(x, kernel, recurrent_kernel, bias, h0, c0, reverse):
+    ((batch, steps, _), dtype), units = x, h0[0][-1]
+    return [
+        ((batch, steps, units), dtype),
+        ((batch, units), dtype),
+        ((batch, units), dtype),
+        ((0,), torch.uint8),
+    ]
 
 
 def _onednn_rnn(vals) -> bool:
@@ -410,17 +409,10 @@ def _lstm_onednn_grad_cpu(
     return dx.transpose(0, 1).contiguous(), dk.t(), drk.t(), db, dh0, dc0
 
 
-def _lstm_onednn_grad_abstract(
+def _lstm_onednn_grad_shape(
     g_all, g_h, g_c, x, kernel, recurrent_kernel, bias, h0, c0, all_h, h, c, workspace, reverse
 ):
-    return (
-        torch.empty_like(x),
-        torch.empty_like(kernel),
-        torch.empty_like(recurrent_kernel),
-        torch.empty_like(kernel[0]),
-        torch.empty_like(h0),
-        torch.empty_like(c0),
-    )
+    return [x, kernel, recurrent_kernel, (kernel[0][1:], kernel[1]), h0, c0]
 
 
 def _lstm_projected_steps(x, kernel, recurrent_kernel, bias, h0, c0, mask, reverse):
@@ -443,15 +435,15 @@ lstm_onednn_p = Primitive(
     "lstm_onednn",
     _lstm_onednn_impl,
     _lstm_onednn_vjp,
-    _lstm_onednn_abstract,
     multiple_results=True,
     vjp_accepts_none=True,
+    shape_rule=_lstm_onednn_shape,
 )
 lstm_onednn_grad_p = Primitive(
     "lstm_onednn_grad",
     _lstm_onednn_grad_impl,
-    abstract=_lstm_onednn_grad_abstract,
     multiple_results=True,
+    shape_rule=_lstm_onednn_grad_shape,
 )
 device_route(lstm_onednn_p, "cpu")(_lstm_onednn_cpu)
 device_route(lstm_onednn_grad_p, "cpu")(_lstm_onednn_grad_cpu)

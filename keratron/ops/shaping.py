@@ -10,6 +10,7 @@ accumulate and second derivatives work (the backward of a scatter-add is the gat
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 import torch
@@ -17,6 +18,7 @@ import torch
 from keratron import config
 from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.tensor import Tensor
+from keratron.ops import _shape_rules as rules
 from keratron.ops._core import Primitive, as_tensor, canonical_axis, on_device
 from keratron.ops.elementwise import cast, zeros_like_p
 
@@ -148,11 +150,19 @@ def _simplify_reshape(graph, node, prod):
     return passes.identity_on_same_aval(graph, node, prod)
 
 
+def _reshape_shape(x, shape):
+    shape = tuple(int(d) for d in shape)
+    if builtins.any(d < 0 for d in shape) or math.prod(shape) != math.prod(x[0]):
+        return None  # a -1 to resolve, or a bad shape for torch to reject
+    return [(shape, x[1])]
+
+
 reshape_p = Primitive(
     "reshape",
     lambda x, shape: x.reshape(shape),
     lambda g, x, out, shape: (reshape_p.bind(g, shape=x.shape),),
     simplify=_simplify_reshape,
+    shape_rule=_reshape_shape,
 )
 
 
@@ -264,8 +274,19 @@ def _simplify_transpose(graph, node, prod):
     return None
 
 
+def _transpose_shape(x, axes):
+    shape = x[0]
+    if sorted(a % builtins.max(len(shape), 1) for a in axes) != list(range(len(shape))):
+        return None
+    return [(tuple(shape[a] for a in axes), x[1])]
+
+
 transpose_p = Primitive(
-    "transpose", lambda x, axes: x.permute(axes), _transpose_vjp, simplify=_simplify_transpose
+    "transpose",
+    lambda x, axes: x.permute(axes),
+    _transpose_vjp,
+    simplify=_simplify_transpose,
+    shape_rule=_transpose_shape,
 )
 
 
@@ -341,6 +362,11 @@ broadcast_to_p = Primitive(
     lambda x, shape: x.expand(shape).contiguous() if x.dim() else x.expand(shape).clone(),
     lambda g, x, out, shape: (g,),
     simplify=passes.identity_on_same_aval,
+    shape_rule=lambda x, shape: (
+        [(tuple(shape), x[1])]
+        if rules.broadcast_shapes(x[0], tuple(shape)) == tuple(shape)
+        else None
+    ),
 )
 
 
@@ -370,6 +396,22 @@ def _fill(gs, outs):
     return [zeros_like_p.bind(o) if g is None else g for g, o in zip(gs, outs)]
 
 
+def _concatenate_shape(*xs, axis):
+    ref = xs[0][0]
+    if not ref or not -len(ref) <= axis < len(ref):
+        return None
+    axis %= len(ref)
+    for shape, _ in xs:
+        # torch skips 1-D empty inputs and rejects other mismatches: left to torch.
+        if len(shape) != len(ref) or builtins.any(
+            a != b for i, (a, b) in enumerate(zip(shape, ref)) if i != axis
+        ):
+            return None
+    dtype = rules.result_type(*((s, d) for s, d in xs))
+    size = builtins.sum(shape[axis] for shape, _ in xs)
+    return None if dtype is None else [(ref[:axis] + (size,) + ref[axis + 1 :], dtype)]
+
+
 concatenate_p = Primitive(
     "concatenate",
     lambda *xs, axis: torch.cat(xs, dim=axis),
@@ -377,6 +419,7 @@ concatenate_p = Primitive(
         split_p.bind(g, sizes=tuple(x.shape[axis] for x in xs), axis=axis)
     ),
     fresh=True,
+    shape_rule=_concatenate_shape,
 )
 split_p = Primitive(
     "split_sizes",
@@ -689,7 +732,14 @@ def _pad_vjp(g, x, out, widths, value):
     return (index_p.bind(g, key=(spec, ())),)
 
 
-pad_p = Primitive("pad", _pad_impl, _pad_vjp)
+def _pad_shape(x, widths, value):
+    shape = x[0]
+    if len(widths) != len(shape) or builtins.any(lo < 0 or hi < 0 for lo, hi in widths):
+        return None
+    return [(tuple(d + lo + hi for d, (lo, hi) in zip(shape, widths)), x[1])]
+
+
+pad_p = Primitive("pad", _pad_impl, _pad_vjp, shape_rule=_pad_shape)
 
 
 @memory_plan.keeps_output(pad_p)
@@ -976,15 +1026,32 @@ def _take_grad_impl(g, idx, shape, axis):
     return g.new_zeros(shape).index_add_(axis, flat, g)
 
 
+def _take_shape(x, idx, axis):
+    shape = x[0]
+    if not 0 <= axis < len(shape) or idx[1].is_floating_point or idx[1].is_complex:
+        return None
+    return [(shape[:axis] + tuple(idx[0]) + shape[axis + 1 :], x[1])]
+
+
+def _take_grad_shape(g, idx, shape, axis):
+    shape = tuple(shape)
+    expected = shape[:axis] + tuple(idx[0]) + shape[axis + 1 :]
+    if not 0 <= axis < len(shape) or tuple(g[0]) != expected:
+        return None
+    return [(shape, g[1])]
+
+
 take_p = Primitive(
     "take",
     _take_impl,
     lambda g, x, idx, out, axis: (take_grad_p.bind(g, idx, shape=x.shape, axis=axis), None),
+    shape_rule=_take_shape,
 )
 take_grad_p = Primitive(
     "take_grad",
     _take_grad_impl,
     lambda g, gout, idx, out, shape, axis: (take_p.bind(g, idx, axis=axis), None),
+    shape_rule=_take_grad_shape,
 )
 
 

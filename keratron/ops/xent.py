@@ -44,7 +44,11 @@ def _one_hot_impl(labels, num_classes, dtype):
 
 
 # Integer class ids -> one-hot rows (no gradient: the ids are integers).
-one_hot_p = Primitive("softmax_cross_entropy_one_hot", _one_hot_impl)
+one_hot_p = Primitive(
+    "softmax_cross_entropy_one_hot",
+    _one_hot_impl,
+    shape_rule=lambda labels, num_classes, dtype: [((*labels[0], num_classes), dtype)],
+)
 
 
 def _check_class_ids_impl(labels, num_classes):
@@ -105,7 +109,9 @@ def raise_for_invalid_class_ids() -> None:
 
 # Identity on integer class ids that raises on an id outside [0, num_classes): placed before
 # both sparse cross-entropy paths, so a bad label cannot silently one-hot to a zero row.
-check_class_ids_p = Primitive("check_class_ids", _check_class_ids_impl)
+check_class_ids_p = Primitive(
+    "check_class_ids", _check_class_ids_impl, shape_rule=lambda labels, num_classes: [labels]
+)
 
 
 def _sce_impl(logits, labels, sparse):
@@ -143,8 +149,15 @@ def _sce_grad_vjp(gg, g, probs, labels, out, sparse):
 
 # The logits gradient of the loss, g[..., None] * (probs - target), as one primitive so that a
 # device kernel computes it in one pass (no one-hot tensor is materialised).
+def _sce_grad_shape(g, probs, labels, sparse):
+    shape, dtype = probs
+    if g != (shape[:-1], dtype) or (not sparse and labels != probs):
+        return None
+    return [probs]
+
+
 softmax_cross_entropy_grad_p = Primitive(
-    "softmax_cross_entropy_grad", _sce_grad_impl, _sce_grad_vjp
+    "softmax_cross_entropy_grad", _sce_grad_impl, _sce_grad_vjp, shape_rule=_sce_grad_shape
 )
 
 
@@ -167,8 +180,25 @@ def _sce_vjp(gs, logits, labels, out, sparse):
     return g_logits, negative(multiply(expand_dims(g_loss, -1), log_probs))
 
 
+def _sce_shape(logits, labels, sparse):
+    shape, dtype = logits
+    if not shape or not dtype.is_floating_point:
+        return None
+    if sparse:
+        if labels[0] != shape[:-1] or labels[1].is_floating_point or labels[1].is_complex:
+            return None
+    elif labels[0] != shape:
+        return None
+    return [(shape[:-1], dtype), logits]
+
+
 softmax_cross_entropy_p = Primitive(
-    "softmax_cross_entropy", _sce_impl, _sce_vjp, multiple_results=True, vjp_accepts_none=True
+    "softmax_cross_entropy",
+    _sce_impl,
+    _sce_vjp,
+    multiple_results=True,
+    vjp_accepts_none=True,
+    shape_rule=_sce_shape,
 )
 
 
