@@ -106,3 +106,54 @@ def test_manager_reopens_a_directory_and_restore_or_initialize(tmp_path):
 def test_bad_arguments_raise_clear_errors(build, match):
     with pytest.raises((ValueError, TypeError), match=match):
         build()
+
+
+# A checkpoint TensorFlow 2.20 wrote (TF's tensor bundle), made by:
+#   v = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+#   ck = tf.train.Checkpoint(v=v, net=tf.train.Checkpoint(w=tf.Variable(np.float64(2.5)),
+#       i=tf.Variable(np.array([1, -2, 3], np.int64))), d={"a": tf.Variable(7)})
+#   ck.save(d + "/ckpt")
+TF_CHECKPOINT = os.path.join(os.path.dirname(__file__), "data", "tf_checkpoint", "ckpt-1")
+
+
+def test_restores_a_checkpoint_tensorflow_wrote():
+    v, w = tf.Variable(np.zeros((2, 3), np.float32)), tf.Variable(np.float64(0.0))
+    i, a = tf.Variable(np.zeros(3, np.int64)), tf.Variable(0)
+    ck = tf.train.Checkpoint(v=v, net=tf.train.Checkpoint(w=w, i=i), d={"a": a})
+    ck.restore(TF_CHECKPOINT).assert_consumed()
+    np.testing.assert_array_equal(v.numpy(), np.arange(6).reshape(2, 3))
+    assert float(w.numpy()) == 2.5 and w.numpy().dtype == np.float64
+    np.testing.assert_array_equal(i.numpy(), [1, -2, 3])
+    assert int(a.numpy()) == 7 and int(ck.save_counter.numpy()) == 1
+
+
+@pytest.mark.interop
+@pytest.mark.slow
+def test_restores_a_large_checkpoint_tensorflow_writes_now(tmp_path):
+    # Hundreds of variables: the index table spans many blocks with shared key prefixes.
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("tensorflow") is None:
+        if os.environ.get("CI") == "true":
+            raise ImportError("tensorflow is not installed")
+        pytest.skip("tensorflow is not installed (the interop extra)")
+    code = (
+        "import numpy as np, tensorflow as tf\n"
+        "vs = {f'layer_{i:03d}': tf.Variable(np.full((i % 7 + 1, 3), i, np.float32))"
+        " for i in range(300)}\n"
+        "vs['half'] = tf.Variable(np.array([1.5, -2.25], np.float16))\n"
+        f"print(tf.train.Checkpoint(**vs).save({str(tmp_path / 'ck')!r}))\n"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert os.path.getsize(str(tmp_path / "ck-1.index")) > 3 * 4096
+    ours = {f"layer_{i:03d}": tf.Variable(np.zeros((i % 7 + 1, 3), np.float32)) for i in range(300)}
+    ours["half"] = tf.Variable(np.zeros(2, np.float16))
+    tf.train.Checkpoint(**ours).restore(out.stdout.strip()).assert_consumed()
+    for i in range(300):
+        np.testing.assert_array_equal(ours[f"layer_{i:03d}"].numpy(), i)
+    np.testing.assert_array_equal(ours["half"].numpy(), [1.5, -2.25])

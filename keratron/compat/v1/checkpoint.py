@@ -8,13 +8,16 @@ optimizer) its variables by position, `model/variables/3/.ATTRIBUTES/VARIABLE_VA
 fresh model built the same way restores (the rule Keras's `.h5` loading follows). Files use
 the Estimator's checkpoint format (`<prefix>.h5` and TF's text `checkpoint` index), not TF's
 tensor bundle: `tf.train.list_variables`, `load_variable` and `latest_checkpoint` read them,
-TensorFlow does not.
+TensorFlow does not. `restore` also reads TensorFlow's own checkpoints (the `.index` /
+`.data-*` tensor bundle), by the same keys: what a TF2 program saved with
+`tf.train.Checkpoint(v=..., net=...)` restores into the same structure here.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import struct
 import tempfile
 
 import numpy as np
@@ -26,6 +29,115 @@ from keratron.estimator import checkpoint as ckpt
 __all__ = ["Checkpoint", "CheckpointManager"]
 
 _VALUE = ".ATTRIBUTES/VARIABLE_VALUE"
+
+
+# ---------------------------------------------------------------------------- TF's tensor bundle
+# `<prefix>.index` is a LevelDB table (uncompressed blocks) from tensor name to a serialized
+# BundleEntryProto (dtype, shape, shard, offset, size); the bytes are in `<prefix>.data-*`.
+_TABLE_MAGIC = 0xDB4775248B80FB57
+_TF_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1", 8: "<c8", 9: "<i8",
+              10: "?", 17: "<u2", 18: "<c16", 19: "<f2", 22: "<u4", 23: "<u8"}  # fmt: skip
+_BFLOAT16 = 14
+
+
+def _varint(buf, pos):
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _proto_fields(buf):
+    """(field number, value) of a serialized protobuf: ints for varints, bytes otherwise."""
+    pos = 0
+    while pos < len(buf):
+        tag, pos = _varint(buf, pos)
+        wire = tag & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 2:
+            n, pos = _varint(buf, pos)
+            value, pos = buf[pos : pos + n], pos + n
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            value, pos = buf[pos : pos + n], pos + n
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        yield tag >> 3, value
+
+
+def _block(data, offset, size, path):
+    if data[offset + size] != 0:
+        raise ValueError(f"{path}: compressed table blocks are not supported")
+    block = data[offset : offset + size]
+    (n_restarts,) = struct.unpack_from("<I", block, len(block) - 4)
+    end, pos, key = len(block) - 4 - 4 * n_restarts, 0, b""
+    while pos < end:
+        shared, pos = _varint(block, pos)
+        own, pos = _varint(block, pos)
+        n, pos = _varint(block, pos)
+        key = key[:shared] + block[pos : pos + own]
+        pos += own
+        yield key, block[pos : pos + n]
+        pos += n
+
+
+def read_tensor_bundle(prefix) -> dict:
+    """The numeric tensors of a TensorFlow checkpoint (`<prefix>.index` and its data files)
+    by name, as numpy arrays (string tensors, such as TF's object graph, are left out).
+
+    Raises:
+        ValueError: the index is not a TF checkpoint table, or holds partitioned variables.
+    """
+    path = os.fspath(prefix) + ".index"
+    with open(path, "rb") as f:
+        data = f.read()
+    footer = data[-48:]
+    if len(data) < 48 or struct.unpack_from("<Q", footer, 40)[0] != _TABLE_MAGIC:
+        raise ValueError(f"{path} is not a TensorFlow checkpoint index (no table magic)")
+    pos = _varint(footer, _varint(footer, 0)[1])[1]  # past the metaindex handle
+    index_offset, pos = _varint(footer, pos)
+    index_size, _ = _varint(footer, pos)
+    entries = {}
+    for _, handle in _block(data, index_offset, index_size, path):
+        offset, p = _varint(handle, 0)
+        size, _ = _varint(handle, p)
+        entries.update(_block(data, offset, size, path))
+    header = dict(_proto_fields(entries.pop(b"", b"")))
+    num_shards = header.get(1, 1)
+    shards: dict = {}
+    out = {}
+    for key, value in entries.items():
+        entry: dict = {}
+        for field, v in _proto_fields(value):
+            entry.setdefault(field, []).append(v)
+        if 7 in entry:
+            raise ValueError(f"{path}: '{key.decode()}' is partitioned (slices): not supported")
+        dtype = entry.get(1, [1])[0]
+        if dtype != _BFLOAT16 and dtype not in _TF_DTYPES:
+            continue  # strings and other non-numeric entries
+        shape = []
+        for field, dim in _proto_fields(entry.get(2, [b""])[0]):
+            if field == 2:
+                shape.append(dict(_proto_fields(dim)).get(1, 0))
+        shard = entry.get(3, [0])[0]
+        if shard not in shards:
+            name = f"{os.fspath(prefix)}.data-{shard:05d}-of-{num_shards:05d}"
+            with open(name, "rb") as f:
+                shards[shard] = f.read()
+        offset, size = entry.get(4, [0])[0], entry.get(5, [0])[0]
+        raw = shards[shard][offset : offset + size]
+        if dtype == _BFLOAT16:
+            bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
+            array = bits.view(np.float32)
+        else:
+            array = np.frombuffer(raw, _TF_DTYPES[dtype]).copy()
+        out[key.decode()] = array.reshape(shape)
+    return out
 
 
 def _collect(obj, path, out, seen, who):
@@ -179,8 +291,11 @@ class Checkpoint:
         variables = self._variables()
         if save_path is None:
             return _LoadStatus([], [k for k in variables if not k.startswith("save_counter")])
-        reader = saver_lib.load_checkpoint(save_path)
-        values = {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()}
+        if os.path.isfile(os.fspath(save_path) + ".index"):
+            values = read_tensor_bundle(save_path)  # written by TensorFlow
+        else:
+            reader = saver_lib.load_checkpoint(save_path)
+            values = {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()}
         for key, var in variables.items():
             if key in values:
                 value = values[key]
@@ -189,7 +304,7 @@ class Checkpoint:
                         f"Checkpoint.restore: the value of '{key}' in {save_path} has shape "
                         f"{tuple(value.shape)}, its variable {tuple(var.shape)}"
                     )
-                var.assign(value)
+                var.assign(np.asarray(value, dtype=var.dtype))
         matched = (set(variables) & set(values)) - {f"save_counter/{_VALUE}"}
         return _LoadStatus(set(values) - set(variables), set(variables) - set(values), matched)
 
