@@ -186,8 +186,12 @@ class Trainer:
         self.train_function = self.test_function = self.predict_function = None
 
     def _maybe_compiled(self, step):
-        """`step` traced and compiled with keratron.function, unless run_eagerly."""
-        if self._run_eagerly:
+        """`step` traced and compiled with keratron.function, unless run_eagerly or the model
+        holds a host-side preprocessing layer (lookups, hashing, text vectorization compute on
+        numpy, which a traced step cannot run)."""
+        from keratron.layers.hashing import HostLayer
+
+        if self._run_eagerly or any(isinstance(x, HostLayer) for x in self._flatten_layers()):
             return step
         from keratron.autodiff.function import function
 
