@@ -322,7 +322,28 @@ def _einsum_vjp(g, *operands, out, equation):
     return tuple(grads)
 
 
-einsum_p = Primitive("einsum", _einsum_impl, _einsum_vjp)
+def _einsum_shape(*operands, equation):
+    # Explicit equations of distinct letters per operand (what `einsum` binds), one dtype.
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    dtype = operands[0][1]
+    if not arrow or "." in equation or len(terms) != len(operands) or dtype is torch.bool:
+        return None
+    sizes = {}
+    for term, (shape, dt) in zip(terms, operands):
+        if dt != dtype or len(term) != len(shape) or len(set(term)) != len(term):
+            return None
+        for c, d in zip(term, shape):
+            seen = sizes.get(c, 1)
+            if seen != 1 and d not in (1, seen):
+                return None
+            sizes[c] = d if seen == 1 else seen
+    if any(c not in sizes for c in rhs) or len(set(rhs)) != len(rhs):
+        return None
+    return [(tuple(sizes[c] for c in rhs), dtype)]
+
+
+einsum_p = Primitive("einsum", _einsum_impl, _einsum_vjp, shape_rule=_einsum_shape)
 
 
 def _canonical_einsum(subscripts: str, operands: list[Tensor]):

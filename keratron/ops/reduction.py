@@ -247,7 +247,18 @@ def _arg(name, fn):
             return r.reshape((1,) * x.dim()) if keepdims else r
         return fn(x, dim=axis, keepdim=keepdims)
 
-    p = Primitive(name, lambda x, axis, keepdims: impl(x, axis, keepdims).to(torch.int32))
+    def shape_rule(x, axis, keepdims):
+        # One axis or all; torch rejects an empty input and has no bool kernel.
+        if 0 in x[0] or x[1] is torch.bool or isinstance(axis, tuple):
+            return None
+        shape = rules.reduced_shape(x[0], axis, keepdims)
+        return None if shape is None else [(shape, torch.int32)]
+
+    p = Primitive(
+        name,
+        lambda x, axis, keepdims: impl(x, axis, keepdims).to(torch.int32),
+        shape_rule=shape_rule,
+    )
 
     def op(x, axis=None, keepdims=False):
         x = as_tensor(x)

@@ -230,32 +230,26 @@ def _lstm_vjp(gs, x_proj, h0, c0, kernel, mask, out, **params):
     return dx, dh0, dc0, dk, None
 
 
-def _lstm_abstract(x_proj, h0, c0, kernel, mask, **params):
+def _lstm_shape(x_proj, h0, c0, kernel, mask, **params):
     # Shapes alone: running the time loop on meta tensors would cost O(time) per trace.
-    (batch, steps, width), units = x_proj.shape, h0.shape[-1]
-    new = x_proj.new_empty
-    return (
-        new((batch, steps, units)),
-        new((batch, units)),
-        new((batch, units)),
-        new((steps, batch, width)),
-        new((steps, batch, units)),
-    )
+    ((batch, steps, width), dtype), units = x_proj, h0[0][-1]
+    return [
+        ((batch, steps, units), dtype),
+        ((batch, units), dtype),
+        ((batch, units), dtype),
+        ((steps, batch, width), dtype),
+        ((steps, batch, units), dtype),
+    ]
 
 
-def _lstm_grad_abstract(g_all, g_h, g_c, h0, c0, kernel, mask, all_h, gates, cells, **params):
-    steps, batch, width = gates.shape
-    return (
-        gates.new_empty((batch, steps, width)),
-        torch.empty_like(h0),
-        torch.empty_like(c0),
-        torch.empty_like(kernel),
-    )
+def _lstm_grad_shape(g_all, g_h, g_c, h0, c0, kernel, mask, all_h, gates, cells, **params):
+    (steps, batch, width), dtype = gates
+    return [((batch, steps, width), dtype), h0, c0, kernel]
 
 
-lstm_p = Primitive("lstm", _lstm_impl, _lstm_vjp, _lstm_abstract, multiple_results=True)
+lstm_p = Primitive("lstm", _lstm_impl, _lstm_vjp, multiple_results=True, shape_rule=_lstm_shape)
 lstm_grad_p = Primitive(
-    "lstm_grad", _lstm_grad_impl, abstract=_lstm_grad_abstract, multiple_results=True
+    "lstm_grad", _lstm_grad_impl, multiple_results=True, shape_rule=_lstm_grad_shape
 )
 
 
@@ -591,30 +585,24 @@ def _gru_vjp(gs, x_proj, h0, kernel, recurrent_bias, mask, out, **params):
     return dx, dh0, dk, (None if recurrent_bias is None else db), None
 
 
-def _gru_abstract(x_proj, h0, kernel, recurrent_bias, mask, **params):
-    (batch, steps, width), units = x_proj.shape, h0.shape[-1]
-    new = x_proj.new_empty
-    return (
-        new((batch, steps, units)),
-        new((batch, units)),
-        new((steps, batch, width)),
-        new((steps, batch, units)),
-    )
+def _gru_shape(x_proj, h0, kernel, recurrent_bias, mask, **params):
+    ((batch, steps, width), dtype), units = x_proj, h0[0][-1]
+    return [
+        ((batch, steps, units), dtype),
+        ((batch, units), dtype),
+        ((steps, batch, width), dtype),
+        ((steps, batch, units), dtype),
+    ]
 
 
-def _gru_grad_abstract(g_all, g_h, h0, kernel, recurrent_bias, mask, all_h, gates, aux, **params):
-    steps, batch, width = gates.shape
-    return (
-        gates.new_empty((batch, steps, width)),
-        torch.empty_like(h0),
-        torch.empty_like(kernel),
-        gates.new_empty((width,)),
-    )
+def _gru_grad_shape(g_all, g_h, h0, kernel, recurrent_bias, mask, all_h, gates, aux, **params):
+    (steps, batch, width), dtype = gates
+    return [((batch, steps, width), dtype), h0, kernel, ((width,), dtype)]
 
 
-gru_p = Primitive("gru", _gru_impl, _gru_vjp, _gru_abstract, multiple_results=True)
+gru_p = Primitive("gru", _gru_impl, _gru_vjp, multiple_results=True, shape_rule=_gru_shape)
 gru_grad_p = Primitive(
-    "gru_grad", _gru_grad_impl, abstract=_gru_grad_abstract, multiple_results=True
+    "gru_grad", _gru_grad_impl, multiple_results=True, shape_rule=_gru_grad_shape
 )
 
 

@@ -421,11 +421,22 @@ concatenate_p = Primitive(
     fresh=True,
     shape_rule=_concatenate_shape,
 )
+
+
+def _split_shape(x, sizes, axis):
+    shape = x[0]
+    if not -len(shape) <= axis < len(shape) or builtins.sum(sizes) != shape[axis]:
+        return None
+    axis %= len(shape)
+    return [(shape[:axis] + (s,) + shape[axis + 1 :], x[1]) for s in sizes]
+
+
 split_p = Primitive(
     "split_sizes",
     lambda x, sizes, axis: tuple(torch.split(x, list(sizes), dim=axis)),
     lambda gs, x, out, sizes, axis: (concatenate_p.bind(*_fill(gs, out), axis=axis),),
     multiple_results=True,
+    shape_rule=_split_shape,
 )
 
 
@@ -1366,8 +1377,48 @@ def _index_grad_vjp(g, gout, *rest, out, shape, key):
     return (index_p.bind(g, *idx, key=key),) + (None,) * len(idx)
 
 
-index_p = Primitive("get_item", _index_impl, _index_vjp)
-index_grad_p = Primitive("get_item_grad", _index_grad_impl, _index_grad_vjp)
+def _basic_index_shape(shape, entries) -> tuple | None:
+    """The shape of `x[key]` for a key of new axes, ellipses, ints and slices; None for a
+    key with index tensors or bools, or an int out of range."""
+    used = builtins.sum(1 for e in entries if e is not None and e is not Ellipsis)
+    out, dim = [], 0
+    for e in entries:
+        if e is None:
+            out.append(1)
+        elif e is Ellipsis:
+            rest = len(shape) - used
+            out.extend(shape[dim : dim + rest])
+            dim += rest
+        elif dim >= len(shape):
+            return None
+        elif type(e) is int:
+            if not -shape[dim] <= e < shape[dim]:
+                return None
+            dim += 1
+        elif isinstance(e, tuple) and e[0] == "s" and e[3] > 0:
+            out.append(len(range(*builtins.slice(e[1], e[2], e[3]).indices(shape[dim]))))
+            dim += 1
+        else:
+            return None
+    return (*out, *shape[dim:])
+
+
+def _index_shape(x, *idx, key):
+    shape = None if idx else _basic_index_shape(x[0], key[0])
+    return None if shape is None else [(shape, x[1])]
+
+
+def _index_grad_shape(g, *idx, shape, key):
+    shape = tuple(shape)
+    if idx or _basic_index_shape(shape, key[0]) != tuple(g[0]):
+        return None
+    return [(shape, g[1])]
+
+
+index_p = Primitive("get_item", _index_impl, _index_vjp, shape_rule=_index_shape)
+index_grad_p = Primitive(
+    "get_item_grad", _index_grad_impl, _index_grad_vjp, shape_rule=_index_grad_shape
+)
 
 
 def _key_error(x, key, msg):

@@ -142,6 +142,14 @@ for shape in REDUCE_SHAPES:
                     cov = valid_axis and dt is F32 and 0 not in shape
                     _add(name, [(shape, dt)], params, covered=cov)
                 _add("logsumexp", [(shape, dt)], params, covered=valid_axis and dt is F32)
+for shape in ((2, 3, 4), (5,), (), (0, 3), (3, 0)):
+    for axis in (None, 0, -1, (0, 1), 2):
+        for keepdims in (False, True):
+            for dt in (F32, I32, U8, BOOL):
+                ok = 0 not in shape and axis != (0, 1) and dt is not BOOL
+                ok = ok and (axis in (None, 0, -1) or (axis == 2 and len(shape) == 3))
+                for name in ("argmax", "argmin"):
+                    _add(name, [(shape, dt)], dict(axis=axis, keepdims=keepdims), covered=ok)
 for shape, axes in (((4, 5, 6, 3), (0, 1, 2)), ((4, 3), (0,)), ((0, 3), (0,)), ((2, 3), (1,))):
     for keepdims in (False, True):
         for dt in (F32, F16, F64):
@@ -194,6 +202,41 @@ for avals, axis, ok in (
     ([((), F32), ((), F32)], 0, False),
 ):
     _add("concatenate", avals, dict(axis=axis), covered=ok)
+for shape, sizes, axis, ok in (
+    ((6, 4), (2, 3, 1), 0, True),
+    ((2, 7), (0, 7), -1, True),
+    ((2, 0, 3), (0, 0), 1, True),
+    ((6, 4), (2, 3), 0, False),
+):
+    _add("split_sizes", [(shape, F32)], dict(sizes=sizes, axis=axis), covered=ok)
+
+
+def _slice(start, stop, step=1):
+    return ("s", start, stop, step)
+
+
+for shape, entries, flips, ok in (
+    ((5, 6), (_slice(1, 4),), (), True),
+    ((5, 6), (Ellipsis, _slice(None, None, 2)), (), True),
+    ((5, 6), (2,), (), True),
+    ((5, 6), (-1, _slice(-3, None)), (), True),
+    ((5, 6), (None, _slice(0, 9), None, 3), (), True),
+    ((5, 6, 7), (_slice(None, None), Ellipsis, 0), (1,), True),
+    ((5, 6, 7), (Ellipsis, None), (), True),
+    ((0, 6), (_slice(None, None, 3), 5), (), True),
+    ((5, 6), (_slice(4, 1),), (), True),
+    ((5, 6), (7,), (), False),
+    ((5, 6), (("b", True),), (), False),
+):
+    key = (entries, flips)
+    for dt in (F32, I64, BOOL):
+        _add("get_item", [(shape, dt)], dict(key=key), covered=ok)
+    meta = torch.empty(shape, device="meta")
+    if ok:
+        out = tuple(PRIMITIVES["get_item"].impl(meta, key=key).shape)
+        _add("get_item_grad", [(out, F32)], dict(shape=shape, key=key), covered=True)
+        _add("get_item_grad", [((*out, 2), F32)], dict(shape=shape, key=key))
+_add("get_item", [((5, 6), F32), ((3,), I64)], dict(key=((("t", 0),), ())))
 for x, idx, axis, ok in (
     ((20, 8), (4, 5), 0, True),
     ((3, 20, 8), (6,), 1, True),
@@ -228,6 +271,22 @@ for xs, ws, bs, ok in (
             cov = ok and dt.is_floating_point
             _add("matmul", avals, dict(activation=act), covered=cov)
 _add("matmul", [((4, 3), F32), ((3, 5), F64), None], dict(activation=None))
+for equation, shapes, ok in (
+    ("ij,jk->ik", ((4, 3), (3, 5)), True),
+    ("abc,cd->abd", ((2, 4, 3), (3, 5)), True),
+    ("bqhd,bkhd->bhqk", ((2, 5, 3, 4), (2, 7, 3, 4)), True),
+    ("bhqk,bkhd->bqhd", ((2, 3, 5, 7), (2, 7, 3, 4)), True),
+    ("ij->j", ((4, 3),), True),
+    ("ij,ij->ij", ((4, 1), (1, 3)), True),
+    ("i,j->ij", ((0,), (3,)), True),
+    ("ij,jk->ik", ((4, 3), (2, 5)), False),
+    ("ii->i", ((3, 3),), False),
+    ("...j,jk->...k", ((2, 4, 3), (3, 5)), False),
+):
+    for dt in (F32, F64, I64):
+        avals = [(s, dt) for s in shapes]
+        _add("einsum", avals, dict(equation=equation), covered=ok and dt is not I64)
+_add("einsum", [((4, 3), F32), ((3, 5), F64)], dict(equation="ij,jk->ik"))
 _add("matmul", [((4, 3), F32), ((3, 5), F32), ((5,), F64)], dict(activation=None))
 
 
@@ -379,6 +438,29 @@ for batch, steps, feat, units, bias in (
         dict(reverse=True),
         covered=True,
     )
+
+
+RNN = dict(activation="tanh", recurrent_activation="sigmoid", zero_output_for_mask=False)
+for batch, steps, units, masked in ((3, 4, 2, False), (2, 1, 3, True), (0, 3, 2, False)):
+    mask = ((batch, steps), BOOL) if masked else None
+    h = ((batch, units), F32)
+    for reverse in (False, True):
+        params = dict(RNN, reverse=reverse)
+        proj = ((batch, steps, 4 * units), F32)
+        _add("lstm", [proj, h, h, ((units, 4 * units), F32), mask], params, covered=True)
+        all_h = ((batch, steps, units), F32)
+        gates, cells = ((steps, batch, 4 * units), F32), ((steps, batch, units), F32)
+        lstm_grad = [all_h, h, h, h, h, ((units, 4 * units), F32), mask, all_h, gates, cells]
+        _add("lstm_grad", lstm_grad, params, covered=True)
+        for reset_after in (True, False):
+            params = dict(RNN, reverse=reverse, reset_after=reset_after)
+            proj = ((batch, steps, 3 * units), F32)
+            k = ((units, 3 * units), F32)
+            rb = ((3 * units,), F32) if reset_after else None
+            _add("gru", [proj, h, k, rb, mask], params, covered=True)
+            gates, aux = ((steps, batch, 3 * units), F32), ((steps, batch, units), F32)
+            gru_grad = [all_h, h, h, k, rb, mask, all_h, gates, aux]
+            _add("gru_grad", gru_grad, params, covered=True)
 
 
 # ---------------------------------------------------------------------- the checks
