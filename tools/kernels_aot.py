@@ -230,7 +230,10 @@ def _dtype(signature: dict) -> str:
 
 
 def collect_specs(modules=None) -> list:
-    """Every `aot_specs()` entry of `modules` (default: `kernel_modules()`) as `Spec`s.
+    """Every `aot_specs()` entry of `modules` (default: `kernel_modules()`) as `Spec`s. An
+    entry is `(name, jit_function, signature, constexprs, num_warps, num_stages)`, optionally
+    followed by the parameters the JIT would find divisible by 16 (for a config its launcher
+    gives only to aligned operands).
 
     Example:
         >>> specs = collect_specs(["_matmul"])
@@ -239,10 +242,10 @@ def collect_specs(modules=None) -> list:
     """
     specs = []
     for module in modules or kernel_modules():
-        for name, fn, sig, consts, warps, stages in _import(module).aot_specs():
+        for name, fn, sig, consts, warps, stages, *divisible in _import(module).aot_specs():
             spec = Spec(
                 module, fn.__name__, name, _dtype(sig), tuple(sig.items()),
-                tuple(consts.items()), warps, stages,
+                tuple(consts.items()), warps, stages, tuple(*divisible),
             )  # fmt: skip
             specs.append(spec)
     return specs

@@ -259,6 +259,10 @@ _ARCH_TILES = {
     "sm_80": {**_AMPERE_TILES, **_SMALL_TILES},
 }
 GROUP_M = 8
+# Tiles planned only for aligned operands (see `plan`), and what the JIT then finds divisible.
+WIDE_TILES = ((128, 256),)
+_ALIGNED = ("x_ptr", "w_ptr", "b_ptr", "y_ptr", "N", "K")
+_ALIGNED += ("stride_xb", "stride_xm", "stride_wb", "stride_wk", "stride_yb", "stride_ym")
 WAVE_FILL = 0.9  # a large tile is used when its tiles fill this fraction of the SMs
 SPLIT_MIN_K = 256  # split-K: each split reduces over at least this many K
 MAX_SPLIT = 16
@@ -320,21 +324,26 @@ def _cap(size: int, largest: int) -> int:
 
 
 @functools.lru_cache(maxsize=1024)  # the launch path runs it on every call
-def plan(m: int, n: int, k: int, batch: int, dtype: torch.dtype, capability, sms: int) -> Plan:
+def plan(
+    m: int, n: int, k: int, batch: int, dtype: torch.dtype, capability, sms: int, aligned=True
+) -> Plan:
     """The config, grid and K split of an (m x k) @ (k x n) product, from the shape and the
     device alone (no search on the GPU).
 
     The rule: the architecture's tile table is sm_90's from capability 9.0 on, else sm_80's.
     Of its large tiles that the problem does not overhang (BLOCK_M <= the power of two >= m,
     likewise N), largest first, the first whose tile count (times batch) fills `WAVE_FILL` x
-    `sms` is taken, one program per tile. A problem no large tile fills takes a small tile (16
-    or 32 rows by 64 columns when m <= 32, else 64 rows by 16, 32 or 64 columns after n) and,
-    for a single matrix whose tiles fill under half the SMs and whose K holds two `SPLIT_MIN_K`
-    chunks, splits K over up to `MAX_SPLIT` programs per tile (enough to fill the SMs, each
-    chunk a multiple of BLOCK_K and at least `SPLIT_MIN_K` long); a second kernel sums the
-    float32 partials in split order and applies the epilogue, so the result does not depend on
-    scheduling. bfloat16 and float16 operands take the 16-bit column of the table, accumulating
-    in float32.
+    `sms` is taken, one program per tile; the 128x256 tiles only when the operands are
+    `aligned` (K and N, the row and batch strides and the addresses multiples of 16 elements
+    and 16 bytes, unit column strides: the JIT then vectorises the loads; without that these tiles
+    spill). A problem no
+    large tile fills takes a small tile (16 or 32 rows by 64 columns when m <= 32, else 64
+    rows by 16, 32 or 64 columns after n) and, for a single matrix whose tiles fill under half
+    the SMs and whose K holds two `SPLIT_MIN_K` chunks, splits K over up to `MAX_SPLIT`
+    programs per tile (enough to fill the SMs, each chunk a multiple of BLOCK_K and at least
+    `SPLIT_MIN_K` long); a second kernel sums the float32 partials in split order and applies
+    the epilogue, so the result does not depend on scheduling. bfloat16 and float16 operands
+    take the 16-bit column of the table, accumulating in float32.
 
     Example:
         >>> p = plan(1024, 4096, 4096, 1, torch.bfloat16, (9, 0), 132)
@@ -353,6 +362,8 @@ def plan(m: int, n: int, k: int, batch: int, dtype: torch.dtype, capability, sms
     large = _HOPPER_TILES if arch == "sm_90" else _AMPERE_TILES
     for tile, (_, fp32, fp16) in large.items():
         if (fp16 if half else fp32) is None or tile[0] > cap_m or tile[1] > cap_n:
+            continue
+        if tile in WIDE_TILES and not aligned:
             continue
         count = tiles(tile)
         if count >= WAVE_FILL * sms:
@@ -375,6 +386,19 @@ def _span(t) -> int:
     return (t.shape[1] - 1) * abs(t.stride(1)) + (t.shape[2] - 1) * abs(t.stride(2))
 
 
+def _aligned(x3, w3, b, y3) -> bool:
+    """Whether the JIT will find K and N multiples of 16 and every operand row-major with
+    16-aligned rows and addresses."""
+    mats = (x3, w3, y3)
+    if x3.shape[2] % 16 or w3.shape[2] % 16:
+        return False
+    if any(t.stride(2) != 1 or t.stride(1) % 16 or t.stride(0) % 16 for t in mats):
+        return False
+    if b is not None and b.stride(0) != 1:
+        return False
+    return all(t.data_ptr() % 16 == 0 for t in (*mats, b) if t is not None)
+
+
 def _launch(x3, w3, b, y3, activation) -> None:
     """Runs the kernels on 3-D (batch, M, K) x (batch, K, N) -> (batch, M, N) views."""
     # In-matrix offsets are 32-bit in the kernel (only the batch offset is 64-bit).
@@ -383,7 +407,7 @@ def _launch(x3, w3, b, y3, activation) -> None:
     batch, m, k = x3.shape
     n = w3.shape[2]
     capability, sms = device_limits(y3.device)
-    p = plan(m, n, k, batch, x3.dtype, capability, sms)
+    p = plan(m, n, k, batch, x3.dtype, capability, sms, _aligned(x3, w3, b, y3))
     code = activation_code("matmul", activation)
     precision = dot_precision(x3.dtype)
     bias = dict(b_ptr=b if b is not None else y3, stride_b=b.stride(0) if b is not None else 0)
@@ -492,7 +516,9 @@ def aot_specs() -> list:
     float32 (TF32 dots), 16-bit configs in bfloat16 and float16; the split-K kernel at the
     small tiles in float32 and bfloat16, and its reduction in each dtype. Strides are 32-bit
     integers as the launcher passes them for tensors of fewer than 2**31 elements, and unit
-    strides constants, as the JIT specialises them for row-major operands."""
+    strides constants, as the JIT specialises them for row-major operands. The 128x256
+    configs, planned for aligned operands only, carry a seventh element: the parameters the
+    JIT then finds divisible by 16."""
     relu = activation_code("matmul", "relu")
     by_config = {}
     for _, tile, half, cfg in _all_configs():
@@ -505,12 +531,14 @@ def aot_specs() -> list:
     for cfg, dtypes, small in by_config.values():
         tiles = "x".join(str(cfg.kwargs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
         suffix = f"{tiles}_w{cfg.num_warps}_s{cfg.num_stages}"
+        tile = (cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"])
         for dtype in sorted(dtypes, key=str):
             tt = TRITON_TYPES[dtype]
             precision = "tf32" if dtype is torch.float32 else "ieee"
             consts = dict(stride_xk=1, stride_wn=1, stride_b=1, stride_yn=1, HAS_BIAS=True)
             consts.update(ACTIVATION=relu, PRECISION=precision)
-            specs.append(KERNEL.aot_spec(f"matmul_{tt}_{suffix}", dtype, consts, cfg))
+            spec = KERNEL.aot_spec(f"matmul_{tt}_{suffix}", dtype, consts, cfg)
+            specs.append((*spec, _ALIGNED) if tile in WIDE_TILES else spec)
             if small and dtype is not torch.float16:
                 consts = dict(stride_xk=1, stride_wn=1, PRECISION=precision)
                 name = f"matmul_splitk_{tt}_{suffix}"

@@ -191,11 +191,13 @@ def test_aot_specs_cover_every_config():
     specs = mm.aot_specs()
     main = {
         (tuple(c[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")), warps, stages)
-        for _, fn, _, c, warps, stages in specs
+        for _, fn, _, c, warps, stages, *_ in specs
         if fn.__name__ == "_matmul_kernel"
     }
     assert len(main) == len(mm.CONFIGS)
-    for name, fn, sig, constexprs, num_warps, num_stages in specs:
+    for name, fn, sig, constexprs, num_warps, num_stages, *divisible in specs:
+        if divisible:  # the wide tiles, planned for aligned operands only
+            assert constexprs["BLOCK_N"] == 256 and set(divisible[0]) < set(sig)
         assert name.startswith("matmul_")
         assert set(sig) == set(fn.arg_names)
         assert all(sig[k] == "constexpr" for k in constexprs)

@@ -42,14 +42,17 @@ def device(monkeypatch):
 
 @pytest.fixture
 def launched(monkeypatch):
-    """Counts launches per kernel name (the launch path itself runs unchanged)."""
+    """Counts launches per kernel name, and lists the (BLOCK_M, BLOCK_N) of each under
+    "tiles" (the launch path itself runs unchanged)."""
     counts = {}
     for spec in (MM.KERNEL, MM.SPLITK_KERNEL, MM.REDUCE_KERNEL):
         original = spec.launch
 
-        def launch(*args, _name=spec.name, _original=original, **kwargs):
+        def launch(grid, config, _name=spec.name, _original=original, **kwargs):
             counts[_name] = counts.get(_name, 0) + 1
-            return _original(*args, **kwargs)
+            tiles = (config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"])
+            counts.setdefault("tiles", []).append(tiles)
+            return _original(grid, config, **kwargs)
 
         monkeypatch.setattr(spec, "launch", launch)
     return counts
@@ -114,7 +117,7 @@ def test_every_planned_config_is_listed_and_compiled_ahead_of_time():
     listed = {key(c.kwargs, c.num_warps, c.num_stages) for c in MM.CONFIGS}
     compiled = {
         (sig["x_ptr"], fn.__name__, key(consts, warps, stages))
-        for _, fn, sig, consts, warps, stages in MM.aot_specs()
+        for _, fn, sig, consts, warps, stages, *_ in MM.aot_specs()
         if "x_ptr" in sig
     }
     for cap, sms in (((9, 0), 132), ((8, 0), 108), ((9, 0), 4)):
@@ -124,6 +127,30 @@ def test_every_planned_config_is_listed_and_compiled_ahead_of_time():
                 cfg = key(p.config.kwargs, p.config.num_warps, p.config.num_stages)
                 kernel = "_matmul_splitk_kernel" if p.split > 1 else "_matmul_kernel"
                 assert cfg in listed and (tt, kernel, cfg) in compiled, (cap, dtype, m, n, k)
+
+
+def test_wide_tiles_only_for_aligned_operands(device):
+    from keratron.triton_kernels._common import record_launches
+
+    device((9, 0), 132)
+
+    def planned(x, w):
+        with record_launches() as launches:
+            MM.matmul_route(x, w, None, "gelu")
+        (_, _, meta), *_ = launches
+        return meta["BLOCK_M"], meta["BLOCK_N"]
+
+    def meta(*shape):
+        return torch.empty(*shape, device="meta")
+
+    assert planned(meta(1024, 4096), meta(4096, 4096)) == (128, 256)
+    # A row stride of 4100 elements, or a transposed operand: 128x128.
+    assert planned(meta(1024, 4100)[:, :4096], meta(4096, 4096)) == (128, 128)
+    assert planned(meta(1024, 4096), meta(4096, 4096).t()) == (128, 128)
+    assert tiles(MM.plan(1024, 4096, 4096, 1, torch.float32, (9, 0), 132, False))[:2] == (
+        128,
+        128,
+    )
 
 
 # ------------------------------------------------------------------------------ the kernels
@@ -155,7 +182,7 @@ def arrays(seed, *shapes):
 @pytest.mark.parametrize(
     "capability, sms, m, k, n, tile",
     [
-        ((9, 0), 2, 200, 50, 300, (128, 256)),  # sm_90, float32 128x256x16
+        ((9, 0), 2, 200, 48, 304, (128, 256)),  # sm_90, float32 128x256x16 (aligned rows)
         ((8, 0), 4, 300, 40, 260, (128, 128)),  # sm_80
         ((9, 0), 6, 150, 70, 70, (64, 64)),  # no large tile fills 6 SMs
     ],
@@ -168,6 +195,7 @@ def test_large_tile_plans_forward_and_backward(
     assert tiles(MM.plan(m, n, k, 1, torch.float32, capability, sms))[:2] == tile
     check_against_fallback(x, w, b, "gelu")
     assert launched.get("_matmul_kernel", 0) >= 3  # forward, dx, dw
+    assert launched["tiles"][0] == tile
 
 
 @pytest.mark.parametrize("m, k, n", [(5, 520, 530), (37, 1000, 45)])
@@ -184,9 +212,9 @@ def test_split_k_forward_and_backward(m, k, n, device, launched, triton_backend)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("m, k, n", [(6, 600, 70), (130, 40, 300)])
+@pytest.mark.parametrize("m, k, n", [(6, 600, 70), (130, 48, 304)])
 def test_16bit_operands_with_float32_accumulation(dtype, m, k, n, device, launched, bf16_dots):
-    # (6, 600, 70) splits K; (130, 40, 300) takes a 128x256 tile on 2 SMs. The three products
+    # (6, 600, 70) splits K; (130, 48, 304) takes a 128x256 tile on 2 SMs. The three products
     # of a forward and its VJP: x @ w, g @ w^T and x^T @ g on transposed views.
     device((9, 0), 2 if m > 64 else 132)
     gen = torch.Generator().manual_seed(5)
@@ -200,3 +228,4 @@ def test_16bit_operands_with_float32_accumulation(dtype, m, k, n, device, launch
             ref = torch.tanh(ref + bias.double())
         assert_close(got, ref, TOL[dtype])
     assert launched.get("_matmul_splitk_kernel", 0) == (1 if m < 64 else 0)
+    assert launched["tiles"][0] == ((16, 64) if m < 64 else (128, 256))
