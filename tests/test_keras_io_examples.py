@@ -43,10 +43,15 @@ FAST = [
     ("text_classification_with_transformer.py", "val accuracy", 0.9233, 0.05),
     # Keras 0.8750 / 0.8667 / 0.9000; keratron 0.8542 to 0.8875.
     ("timeseries_classification_from_scratch.py", "test accuracy", 0.8750, 0.05),
+    # Keras 0.8350 / 0.7946 / 0.8249; keratron 0.7946 to 0.8215.
+    ("working_with_rnns.py", "test accuracy", 0.8350, 0.05),
 ]
 SLOW = [
     ("mnist_convnet.py", "test accuracy", 0.9158, 0.04),
     ("autoencoder.py", "denoising val loss", 0.2473, 0.015),
+    # Still falling after 4 epochs: Keras 295.93 / 294.88 / 293.98 / 309.58 / 296.48 over seeds
+    # 1337 / 1 / 2 / 3 / 4; keratron 284.02 to 308.41 over six seeds.
+    ("vae.py", "final total loss", 295.93, 15.0),
 ]
 
 
