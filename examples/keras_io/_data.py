@@ -93,26 +93,6 @@ def readucr_forda_like(split, num_samples=None, length=500, seed=1337):
     return x, y.astype(int)
 
 
-def load_two_class_images(classes=(3, 8), seed=1337):
-    """A small two-class colour image set in place of cats vs. dogs: two of the bundled digits as
-    28x28 RGB uint8 images (3x upscale, 2px pad), each tinted with a random colour so the three
-    channels differ. Returns `(x_train, y_train), (x_val, y_val), (x_test, y_test)` split
-    60/20/20, labels 0 (`classes[0]`) and 1 (`classes[1]`) as int64.
-    """
-    (x_a, y_a), (x_b, y_b) = load_mnist_like()
-    x = np.concatenate([x_a, x_b])
-    y = np.concatenate([y_a, y_b]).astype(np.int64)
-    keep = (y == classes[0]) | (y == classes[1])
-    x, y = x[keep], (y[keep] == classes[1]).astype(np.int64)
-    rng = np.random.RandomState(seed)
-    tint = rng.uniform(0.4, 1.0, size=(len(x), 1, 1, 3))
-    x = (x[..., None].astype(np.float32) * tint).round().astype(np.uint8)
-    order = rng.permutation(len(x))
-    x, y = x[order], y[order]
-    a, b = int(0.6 * len(x)), int(0.8 * len(x))
-    return (x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:])
-
-
 def load_heart_like(num_rows=1000, seed=1337):
     """A table shaped like the Cleveland heart-disease CSV of the structured-data examples, as a
     dict of numpy columns (a dataframe's `dict(df)`).
