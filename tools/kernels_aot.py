@@ -692,12 +692,19 @@ def workloads(dtype: str = "float32") -> list:
         # A chunked row reads its logits twice; the second read hits L2 only if they fit.
         reread = 0.0 if one_pass or logits <= GPUS[0].l2 else float(logits)
         fwd = 2 * logits + 8 * rows + e * rows
-        out.append(Workload("softmax_cross_entropy", label, "xent_fwd", 4.0 * rows * classes,
-                            fwd, False, reread=reread))  # fmt: skip
+        # Rows of up to ROWS_MAX_C classes: the rows kernels (many rows per program).
+        rows_kernels = "_rows" if classes <= _import("_softmax_xent").ROWS_MAX_C else ""
+        out.append(Workload("softmax_cross_entropy", label, f"xent_fwd{rows_kernels}",
+                            4.0 * rows * classes, fwd, False, reread=reread))  # fmt: skip
         bwd = e * rows + 2 * logits + 8 * rows
         out.append(
             Workload(
-                "softmax_cross_entropy_grad", label, "xent_bwd", 2.0 * rows * classes, bwd, False
+                "softmax_cross_entropy_grad",
+                label,
+                f"xent_bwd{rows_kernels}",
+                2.0 * rows * classes,
+                bwd,
+                False,
             )  # fmt: skip
         )
     return out
