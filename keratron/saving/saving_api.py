@@ -34,6 +34,7 @@ __all__ = ["save_model", "load_model", "save_weights", "load_weights"]
 _CONFIG_FILENAME = "config.json"
 _METADATA_FILENAME = "metadata.json"
 _VARS_FILENAME = "model.weights.h5"
+_ASSETS_DIRNAME = "assets"
 _H5_SUFFIXES = (".h5", ".hdf5")
 
 
@@ -129,6 +130,7 @@ def _reading(filepath, what, fn):
 
 # Limits checked against a .keras archive's directory before a member is read.
 _CONFIG_MAX_BYTES = 64 * 2**20
+_ASSETS_MAX_BYTES = 2**30  # per asset file
 # The weights member holds the model's variables and the optimizer's (Adam keeps two slots per
 # weight), possibly in a wider dtype: a generous multiple of the model's bytes plus room for
 # HDF5's own structures.
@@ -409,7 +411,59 @@ def _keras_zip_bytes(model) -> bytes:
         zf.writestr(_METADATA_FILENAME, _dumps(metadata))
         zf.writestr(_CONFIG_FILENAME, _dumps(config))
         zf.writestr(_VARS_FILENAME, weights.getvalue())
+        for name, data in _asset_files(model):
+            zf.writestr(name, data)
     return buffer.getvalue()
+
+
+def _asset_files(model) -> list:
+    """`(archive name, bytes)` for the files each object's `save_assets(folder)` writes, under
+    `assets/<object path>/` as Keras 3 lays them out."""
+    import tempfile
+
+    savers = [(p, o) for p, o in keras3_h5.iter_saveables(model) if hasattr(o, "save_assets")]
+    files = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, obj in savers:
+            folder = os.path.join(tmp, *path.split("/"))
+            os.makedirs(folder, exist_ok=True)
+            obj.save_assets(folder)
+        for root, _, names in sorted(os.walk(tmp)):
+            for name in sorted(names):
+                full = os.path.join(root, name)
+                with open(full, "rb") as f:
+                    rel = os.path.relpath(full, tmp).replace(os.sep, "/")
+                    files.append((f"{_ASSETS_DIRNAME}/{rel}", f.read()))
+    return files
+
+
+def _load_assets(zf, model, filepath) -> None:
+    """Hands each object that has `load_assets` its folder of `assets/` extracted from the
+    archive (None when the archive has none for it, as Keras does)."""
+    import tempfile
+
+    loaders = [(p, o) for p, o in keras3_h5.iter_saveables(model) if hasattr(o, "load_assets")]
+    if not loaders:
+        return
+    prefix = f"{_ASSETS_DIRNAME}/"
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in zf.namelist():
+            if not name.startswith(prefix) or name.endswith("/"):
+                continue
+            parts = name[len(prefix) :].split("/")
+            if any(part in ("", ".", "..") or "\\" in part or ":" in part for part in parts):
+                raise ValueError(
+                    f"load_model: '{name}' in '{filepath}' is not a plain path under "
+                    f"'{prefix}'; assets are not extracted outside their folder."
+                )
+            data = _read_member(zf, name, _ASSETS_MAX_BYTES, filepath, "load_model")
+            target = os.path.join(tmp, *parts)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(data)
+        for path, obj in loaders:
+            folder = os.path.join(tmp, *path.split("/")) if path else tmp
+            obj.load_assets(folder if os.path.isdir(folder) else None)
 
 
 def _write_h5_model(model, path, include_optimizer) -> None:
@@ -602,7 +656,8 @@ def _load_keras_zip(filepath, custom_objects, compile, safe_mode):
             with registry.custom_object_scope(custom_objects or {}):
                 model.compile_from_config(compile_config)
         assignments = _read_zip_weights(zf, model, filepath, False, "load_model")
-    _assign(assignments)
+        _assign(assignments)
+        _load_assets(zf, model, filepath)
     return model
 
 
