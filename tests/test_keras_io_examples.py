@@ -50,6 +50,9 @@ FAST = [
     ("working_with_preprocessing_layers.py", "test accuracy", 0.9024, 0.04),
     # Keras 0.7650 / 0.7650 / 0.7750; keratron 0.7650 to 0.7700.
     ("structured_data_classification_from_scratch.py", "val accuracy", 0.7650, 0.03),
+    # Keras 0.9600 / 0.9500 / 0.9650 / 0.9600 over seeds 1337 / 1 / 2 / 3; keratron 0.9450 to
+    # 0.9750.
+    ("customizing_saving_and_serialization.py", "test accuracy", 0.9600, 0.03),
 ]
 SLOW = [
     ("mnist_convnet.py", "test accuracy", 0.9158, 0.04),
