@@ -59,9 +59,21 @@ def rng():
 
 
 def require(module_name):
-    """Imports an optional test dependency; on CI a missing one fails instead of skipping."""
-    import importlib
+    """Imports an optional test dependency; on CI a missing one fails instead of skipping.
 
+    Triton and TensorFlow both embed LLVM, and a process that loads TensorFlow first aborts
+    when Triton loads later (Keras's torch backend loads it through torch._dynamo, keratron's
+    kernels load it too): before TensorFlow or tf.keras is first imported, Triton is, so the
+    order of the tests in a worker cannot abort it.
+    """
+    import importlib
+    import sys
+
+    if module_name in ("tensorflow", "tf_keras") and "tensorflow" not in sys.modules:
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            pass
     try:
         return importlib.import_module(module_name)
     except ImportError:
