@@ -9,11 +9,33 @@ Example:
     (2, 1000)
 """
 
-from keratron.applications import imagenet_utils, inception_v3, mobilenet, mobilenet_v2
-from keratron.applications.inception_v3 import InceptionV3
-from keratron.applications.mobilenet import MobileNet
-from keratron.applications.mobilenet_v2 import MobileNetV2
-from keratron.applications import efficientnet, efficientnet_v2
+from keratron.applications import (
+    convnext,
+    densenet,
+    efficientnet,
+    efficientnet_v2,
+    imagenet_utils,
+    inception_resnet_v2,
+    inception_v3,
+    mobilenet,
+    mobilenet_v2,
+    mobilenet_v3,
+    nasnet,
+    resnet,
+    resnet50,
+    resnet_v2,
+    vgg16,
+    vgg19,
+    xception,
+)
+from keratron.applications.convnext import (
+    ConvNeXtBase,
+    ConvNeXtLarge,
+    ConvNeXtSmall,
+    ConvNeXtTiny,
+    ConvNeXtXLarge,
+)
+from keratron.applications.densenet import DenseNet121, DenseNet169, DenseNet201
 from keratron.applications.efficientnet import (
     EfficientNetB0,
     EfficientNetB1,
@@ -33,23 +55,17 @@ from keratron.applications.efficientnet_v2 import (
     EfficientNetV2M,
     EfficientNetV2S,
 )
-from keratron.applications import densenet, resnet, resnet50, resnet_v2, vgg16, vgg19, xception
-from keratron.applications.densenet import DenseNet121, DenseNet169, DenseNet201
+from keratron.applications.inception_resnet_v2 import InceptionResNetV2
+from keratron.applications.inception_v3 import InceptionV3
+from keratron.applications.mobilenet import MobileNet
+from keratron.applications.mobilenet_v2 import MobileNetV2
+from keratron.applications.mobilenet_v3 import MobileNetV3Large, MobileNetV3Small
+from keratron.applications.nasnet import NASNetLarge, NASNetMobile
 from keratron.applications.resnet import ResNet50, ResNet101, ResNet152
 from keratron.applications.resnet_v2 import ResNet50V2, ResNet101V2, ResNet152V2
 from keratron.applications.vgg16 import VGG16
 from keratron.applications.vgg19 import VGG19
 from keratron.applications.xception import Xception
-from keratron.applications import convnext, mobilenet_v3, nasnet
-from keratron.applications.convnext import (
-    ConvNeXtBase,
-    ConvNeXtLarge,
-    ConvNeXtSmall,
-    ConvNeXtTiny,
-    ConvNeXtXLarge,
-)
-from keratron.applications.mobilenet_v3 import MobileNetV3Large, MobileNetV3Small
-from keratron.applications.nasnet import NASNetLarge, NASNetMobile
 
 __all__ = [
     "EfficientNetB0",
@@ -93,6 +109,7 @@ __all__ = [
     "vgg16",
     "vgg19",
     "xception",
+    "InceptionResNetV2",
     "InceptionV3",
     "MobileNet",
     "MobileNetV2",
@@ -102,6 +119,7 @@ __all__ = [
     "NASNetMobile",
     "convnext",
     "imagenet_utils",
+    "inception_resnet_v2",
     "inception_v3",
     "mobilenet",
     "mobilenet_v2",
