@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 SEPARATE := --ignore=tests/triton_kernels --ignore=tests/aot
 
-.PHONY: demo test test-fast test-hermetic lint bench clean
+.PHONY: demo test test-fast test-extended test-hermetic lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,11 +25,16 @@ demo: $(STAMP)
 # Then the docstring examples of ops and autodiff (with the suite's environment, -p
 # tests.conftest), and a sample of the suite under a hostile ~/.keras and KERATRON_* variables.
 test: $(STAMP)
-	$(PYTEST) -n 2 -m "not triton and not aot" $(SEPARATE) tests
+	$(PYTEST) -n 2 -m "not triton and not aot and not extended" $(SEPARATE) tests
 	TRITON_INTERPRET=1 $(PYTEST) -n 2 -m triton tests/triton_kernels
 	@if ls tests/aot/test_*.py >/dev/null 2>&1; then $(PYTEST) -m aot tests/aot; fi
 	$(PYTEST) -p tests.conftest --doctest-modules keratron/ops keratron/autodiff
 	PY=$(PY) .ci/hermetic_sample.sh
+
+# Every architecture variant of keras.applications against Keras, the full-size models and
+# tf.keras 2's own writer: about 15 minutes of CPU on top of make test.
+test-extended: $(STAMP)
+	$(PYTEST) -n 2 -m extended tests/applications
 
 test-hermetic: $(STAMP)
 	PY=$(PY) .ci/hermetic_sample.sh
