@@ -5,8 +5,10 @@ Without a GPU (the default here) the routes run on CPU tensors under a stand-in 
 CUDA driver (`keratron.triton_kernels._standin`): every kernel compiles for real for sm_90 on
 its first call, autotuning takes the first config untimed, and the launcher records what it
 would launch instead of launching. So the figure is the framework's host work per launch
-(argument checks, output allocation, argument binding, the launch cache or Triton's autotuner
-and JIT dispatch) without the driver call itself. With `--device cuda` on a GPU the same calls
+without the driver call itself: once a signature is warm, the route's cache lookup (shapes,
+strides, dtypes, devices, alignment, parameters), its output allocation and its prepared
+launches (`_common.route_cache`); before that, argument checks, planning, binding and Triton's
+autotuner and JIT dispatch. With `--device cuda` on a GPU the same calls
 run end to end (real launches, synchronised once per repeat).
 
 Each case is warmed up (compile, autotune, the first binding of its signature), then timed

@@ -36,11 +36,14 @@ __all__ = [
     "dot_precision",
     "forget_launches",
     "interpreted",
+    "launch_state",
     "launchable",
     "multiprocessor_count",
     "record_launches",
+    "route_cache",
     "set_stand_in",
     "tanh",
+    "tensor_key",
 ]
 
 # One encoding for every kernel: `ops.epilogue`'s codes of the epilogue activations (the
@@ -97,6 +100,10 @@ def activate(x, ACTIVATION: tl.constexpr):
     return x
 
 
+# Triton decides at decoration time whether jit functions are interpreted.
+_INTERPRETED = not isinstance(tanh, triton.runtime.JITFunction)
+
+
 def interpreted() -> bool:
     """Whether kernels run under the Triton interpreter (on CPU tensors)."""
     return os.environ.get("TRITON_INTERPRET") == "1"
@@ -150,6 +157,8 @@ def forget_launches() -> None:
     launch)."""
     for kernel in KERNELS:
         kernel.forget()
+    for cache in ROUTE_CACHES:
+        cache.clear()
 
 
 def multiprocessor_count(device: torch.device) -> int:
@@ -185,6 +194,37 @@ def _constexpr_names(fn) -> tuple:
 
 
 KERNELS: list = []  # every Kernel made, for forget_launches
+ROUTE_CACHES: list = []  # every route_cache made, for forget_launches
+
+
+def route_cache() -> dict:
+    """A route's launches prepared per signature (`Kernel.launch`'s relaunch functions and
+    what the route allocates around them), emptied with the kernels' launch caches by
+    `forget_launches`. A route keys it by everything its launches depend on but the data:
+    shapes, strides, dtypes, devices, 16-byte alignment of the inputs, its parameters, and
+    `launch_state()`."""
+    cache: dict = {}
+    ROUTE_CACHES.append(cache)
+    return cache
+
+
+def tensor_key(t) -> tuple:
+    """What a route cache key holds of a tensor: shape, strides, dtype, device and whether its
+    address is 16-byte aligned (as Triton specialises pointers)."""
+    return t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15 == 0
+
+
+def launch_state() -> tuple | None:
+    """What a route cache key needs beyond the route's arguments: the current device and
+    whether configs are pinned; None when launches cannot be cached (under the interpreter,
+    in a `record_launches` scope, or with no GPU driver)."""
+    if _recording is not None or _INTERPRETED:
+        return None
+    try:
+        device = _triton_driver.active.get_current_device()
+    except RuntimeError:  # no GPU driver here: the route's own checks decide
+        return None
+    return device, os.environ.get("KERATRON_TRITON_PIN") == "1"
 
 
 def _int_class(v: int) -> tuple:
@@ -234,6 +274,25 @@ class _Bound:
         self.packed = kernel.packed_metadata
         self.grid = (tuple(grid) + (1, 1))[:3]
         self.meta = meta
+
+    def relaunch(self, names: tuple, values: dict, op: str):
+        """This launch as a function of its pointers (the `*_ptr` arguments, in parameter
+        order, positionally), every other argument fixed to its value in `values`: what a
+        route cache holds. Generated as straight-line code, like `_signature_functions`."""
+        pointers = [n for n in names if n.endswith("_ptr")]
+        args = "".join(f"{n}, " if n in pointers else f"v[{n!r}], " for n in names)
+        source = (
+            f"def relaunch({', '.join(pointers)}):\n"
+            "    active = driver.active\n"
+            "    launch((" + args + "), active.get_current_stream(active.get_current_device()))\n"
+            "    count_launch(op)\n"
+        )
+        # Only the fixed values are kept: the first call's tensors must not outlive it.
+        fixed = {n: values[n] for n in names if n not in pointers}
+        namespace = dict(v=fixed, driver=_triton_driver, launch=self.launch, op=op)
+        namespace["count_launch"] = count_launch
+        exec(source, namespace)
+        return namespace["relaunch"]
 
     def launch(self, args: tuple, stream) -> None:
         args += self.meta
@@ -313,8 +372,11 @@ class Kernel:
             raise TypeError(f"{self.name}: missing arguments {missing}, unknown {extra}")
         return tuple(values[n] for n in self.arg_names)
 
-    def launch(self, grid, config=None, **values) -> None:
-        """Runs the kernel on `grid` (a callable of the config's meta-parameters).
+    def launch(self, grid, config=None, **values):
+        """Runs the kernel on `grid` (a callable of the config's meta-parameters). Returns, for
+        a route cache, a function that makes this launch's `_Bound.relaunch` (a function of
+        the pointers alone), or None where the launch is not bound (interpreted, recorded, or
+        compiling asynchronously).
 
         `config`, when given, is the config to run (one of `configs`, chosen by the launcher
         from the shape and the device): neither pinning nor autotuning applies, and a
@@ -336,11 +398,11 @@ class Kernel:
                 meta.update(config.kwargs, num_warps=config.num_warps)
                 meta["num_stages"] = config.num_stages
             _recording.append((self, self.args(values), meta))
-            return
+            return None
         if self._interpreted:
             self._run(grid, values, config)
             count_launch(self.op)
-            return
+            return None
         active = _triton_driver.active
         device = active.get_current_device()
         try:
@@ -354,10 +416,12 @@ class Kernel:
         if bound is None:
             kernel, cfg = self._run(grid, values, config)
             if isinstance(kernel, CompiledKernel):  # not a future of an async compile
-                self._bound[key] = _Bound(kernel, grid(cfg.kwargs), tuple(cfg.kwargs.values()))
+                bound = _Bound(kernel, grid(cfg.kwargs), tuple(cfg.kwargs.values()))
+                self._bound[key] = bound
         else:
             bound.launch(self._ordered(values), active.get_current_stream(device))
         count_launch(self.op)
+        return None if bound is None else lambda: bound.relaunch(self._given, values, self.op)
 
     def _run(self, grid, values: dict, config=None) -> tuple:
         """Launches through Triton's autotuner (or the pinned or given config) and JIT; returns

@@ -41,7 +41,10 @@ from keratron.triton_kernels._common import (
     activate,
     activation_code,
     dot_precision,
+    launch_state,
     multiprocessor_count,
+    route_cache,
+    tensor_key,
 )
 
 __all__ = ["conv_route", "grad_input_route", "grad_filter_route", "aot_specs"]
@@ -496,6 +499,18 @@ def _strides(prefix: str, t) -> dict:
     return dict(zip((prefix + axis for axis in "nhwc"), t.stride()))
 
 
+_FWD_CACHE, _GRAD_INPUT_CACHE, _GRAD_FILTER_CACHE = route_cache(), route_cache(), route_cache()
+
+
+def _cached(cache: dict, key: tuple) -> tuple:
+    """`(key, route)`: the cached route of `key`; key None where a parameter is unhashable (a
+    list: such calls are not cached)."""
+    try:
+        return key, cache.get(key)
+    except TypeError:
+        return None, None
+
+
 def conv_route(x, k, b, strides, padding, dilation, groups, activation):
     """Triton route of the "conv" primitive: same signature and result as its impl.
 
@@ -504,8 +519,16 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
         >>> conv_route(x, k, None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1, "relu").shape
         torch.Size([1, 5, 7, 5])
     """
+    key, state = None, launch_state()
+    if state is not None:
+        bias = None if b is None else tensor_key(b)
+        key = (tensor_key(x), tensor_key(k), bias, strides, padding, dilation, groups)
+        key, cached = _cached(_FWD_CACHE, key + (activation, dot_precision(x.dtype), state))
+        if cached is not None:
+            return cached(x, k, b)
     nd = x.dim() - 2
     (sh, sw), ((pt, pb), (pl, pr)), (dh, dw) = _spatial_2d("conv", nd, strides, padding, dilation)
+    x_in, k_in = x, k
     if nd == 1:
         x, k = x.unsqueeze(1), k.unsqueeze(0)
     _check("conv", x, k, b)
@@ -517,10 +540,14 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
     y = torch.empty((n, oh, ow, f), dtype=x.dtype, device=x.device)
     _check("conv", y)
     if y.numel():
-        wt = k.contiguous()
+        wt = k_in.contiguous()
         fg = f // groups
         bias = y if b is None else b.contiguous()
-        args = dict(x_ptr=x, w_ptr=wt, b_ptr=bias, y_ptr=y, **_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        # The kernels receive the route's own tensors (1-D ones too), as the cached route
+        # passes them.
+        y_out = y.squeeze(1) if nd == 1 else y
+        args = dict(x_ptr=x_in, w_ptr=wt, b_ptr=y_out if b is None else bias, y_ptr=y_out)
+        args.update(_sizes(n, h, w, c, oh, ow, f, kh, kw))
         args.update(_strides("sx", x), SH=sh, SW=sw, PH=pt, PW=pl, DH=dh, DW=dw)
         args.update(HAS_BIAS=b is not None, ACTIVATION=code)
         p = n * oh * ow
@@ -529,14 +556,29 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
             def grid(m):
                 return (triton.cdiv(p, m["BLOCK_P"]), triton.cdiv(f, m["BLOCK_C"]))
 
-            DEPTHWISE_FWD.launch(grid, MULT=fg, **args)
+            relaunch = DEPTHWISE_FWD.launch(grid, MULT=fg, **args)
         else:
 
             def grid(m):
                 return (triton.cdiv(p, m["BLOCK_M"]), triton.cdiv(fg, m["BLOCK_N"]), groups)
 
-            CONV_FWD.launch(grid, CG=cg, FG=fg, PRECISION=dot_precision(x.dtype), **args)
+            precision = dot_precision(x.dtype)
+            relaunch = CONV_FWD.launch(grid, CG=cg, FG=fg, PRECISION=precision, **args)
+        if key is not None and relaunch is not None:
+            _FWD_CACHE[key] = _cached_forward(y_out.shape, relaunch())
     return y.squeeze(1) if nd == 1 else y
+
+
+def _cached_forward(shape, relaunch):
+    """The forward route of one signature (`route_cache`): a height-1 (1-D) convolution passes
+    its unsqueezed tensors' storage as is."""
+
+    def route(x, k, b):
+        y = torch.empty(shape, dtype=x.dtype, device=x.device)
+        relaunch(x, k.contiguous(), y if b is None else b.contiguous(), y)
+        return y
+
+    return route
 
 
 def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
@@ -547,11 +589,18 @@ def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
         >>> grad_input_route(g, k, (1, 5, 7, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1).shape
         torch.Size([1, 5, 7, 3])
     """
+    key, state = None, launch_state()
+    if state is not None:
+        key = (tensor_key(g), tensor_key(k), input_shape, strides, padding, dilation, groups)
+        key, cached = _cached(_GRAD_INPUT_CACHE, key + (dot_precision(g.dtype), state))
+        if cached is not None:
+            return cached(g, k)
     nd = g.dim() - 2
     (sh, sw), ((pt, _), (pl, _)), (dh, dw) = _spatial_2d(
         "conv_grad_input", nd, strides, padding, dilation
     )
     shape = tuple(input_shape)
+    g_in, k_in = g, k
     if nd == 1:
         g, k, shape = g.unsqueeze(1), k.unsqueeze(0), (shape[0], 1, *shape[1:])
     _check("conv_grad_input", g, k)
@@ -561,16 +610,23 @@ def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
     gx = torch.empty(shape, dtype=g.dtype, device=g.device)
     _check("conv_grad_input", gx)
     if gx.numel():
-        wt = k.contiguous()
+        wt = k_in.contiguous()
         fg = f // groups
-        args = dict(g_ptr=g, w_ptr=wt, gx_ptr=gx, **_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        gx_out = gx.squeeze(1) if nd == 1 else gx
+        out_shape = gx_out.shape
+        args = dict(g_ptr=g_in, w_ptr=wt, gx_ptr=gx_out)
+        args.update(_sizes(n, h, w, c, oh, ow, f, kh, kw))
         args.update(_strides("sg", g), SH=sh, SW=sw)
         if cg == 1:
 
             def grid(m):
                 return (triton.cdiv(n * h * w, m["BLOCK_P"]), triton.cdiv(c, m["BLOCK_C"]))
 
-            DEPTHWISE_GRAD_INPUT.launch(grid, MULT=fg, PH=pt, PW=pl, DH=dh, DW=dw, **args)
+            relaunch = DEPTHWISE_GRAD_INPUT.launch(
+                grid, MULT=fg, PH=pt, PW=pl, DH=dh, DW=dw, **args
+            )
+            if key is not None and relaunch is not None:
+                _GRAD_INPUT_CACHE[key] = _cached_grad_input(out_shape, relaunch(), None)
         else:
             taps = _tap_table(kh, kw, sh, sw, pt, pl, dh, dw, g.device)
             rows = n * triton.cdiv(h, sh) * triton.cdiv(w, sw)
@@ -583,8 +639,27 @@ def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
                 )
 
             precision = dot_precision(g.dtype)
-            CONV_GRAD_INPUT.launch(grid, taps_ptr=taps, CG=cg, FG=fg, PRECISION=precision, **args)
+            relaunch = CONV_GRAD_INPUT.launch(
+                grid, taps_ptr=taps, CG=cg, FG=fg, PRECISION=precision, **args
+            )
+            if key is not None and relaunch is not None:
+                _GRAD_INPUT_CACHE[key] = _cached_grad_input(out_shape, relaunch(), taps)
     return gx.squeeze(1) if nd == 1 else gx
+
+
+def _cached_grad_input(shape, relaunch, taps):
+    """The grad-input route of one signature (`route_cache`), with its tap table (None for
+    the depthwise kernel, which has none)."""
+
+    def route(g, k):
+        gx = torch.empty(shape, dtype=g.dtype, device=g.device)
+        if taps is None:
+            relaunch(g, k.contiguous(), gx)
+        else:
+            relaunch(g, k.contiguous(), taps, gx)
+        return gx
+
+    return route
 
 
 def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
@@ -595,11 +670,18 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
         >>> grad_filter_route(x, g, (3, 3, 3, 5), (2, 2), ((1, 1), (1, 1)), (1, 1), 1).shape
         torch.Size([3, 3, 3, 5])
     """
+    key, state = None, launch_state()
+    if state is not None:
+        key = (tensor_key(x), tensor_key(g), kernel_shape, strides, padding, dilation, groups)
+        key, cached = _cached(_GRAD_FILTER_CACHE, key + (dot_precision(g.dtype), state))
+        if cached is not None:
+            return cached(x, g)
     nd = x.dim() - 2
     (sh, sw), ((pt, _), (pl, _)), (dh, dw) = _spatial_2d(
         "conv_grad_filter", nd, strides, padding, dilation
     )
     shape = tuple(kernel_shape)
+    x_in, g_in = x, g
     if nd == 1:
         x, g, shape = x.unsqueeze(1), g.unsqueeze(1), (1, *shape)
     _check("conv_grad_filter", g, x)
@@ -622,7 +704,9 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
         out = torch.empty((splits, rows, f), dtype=torch.float32, device=g.device)
     _check("conv_grad_filter", out)
     if out.numel():
-        args = dict(x_ptr=x, g_ptr=g, out_ptr=out, **_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        out_arg = out.squeeze(0) if nd == 1 and splits == 1 else out
+        args = dict(x_ptr=x_in, g_ptr=g_in, out_ptr=out_arg)
+        args.update(_sizes(n, h, w, c, oh, ow, f, kh, kw))
         args.update(_strides("sx", x), **_strides("sg", g))
         args.update(SH=sh, SW=sw, PH=pt, PW=pl, DH=dh, DW=dw, SPLIT=splits, CHUNK=chunk)
         if cg == 1:
@@ -630,7 +714,7 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
             def grid(m):
                 return (triton.cdiv(f, m["BLOCK_C"]), kh * kw, splits)
 
-            DEPTHWISE_GRAD_FILTER.launch(grid, MULT=fg, **args)
+            relaunch = DEPTHWISE_GRAD_FILTER.launch(grid, MULT=fg, **args)
         else:
 
             def grid(m):
@@ -641,10 +725,29 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
                 )
 
             precision = dot_precision(g.dtype)
-            CONV_GRAD_FILTER.launch(grid, CG=cg, FG=fg, PRECISION=precision, **args)
+            relaunch = CONV_GRAD_FILTER.launch(grid, CG=cg, FG=fg, PRECISION=precision, **args)
+        if key is not None and relaunch is not None:
+            result = shape[1:] if nd == 1 else shape
+            _GRAD_FILTER_CACHE[key] = _cached_grad_filter(out.shape, splits, result, relaunch())
     if splits > 1:
         out = out.sum(0).to(g.dtype).reshape(shape)
     return out.squeeze(0) if nd == 1 else out
+
+
+def _cached_grad_filter(out_shape, splits, shape, relaunch):
+    """The grad-filter route of one signature (`route_cache`): `splits` float32 partials
+    summed after the launch, or the kernel cotangent itself."""
+
+    def route(x, g):
+        if splits == 1:
+            out = torch.empty(shape, dtype=g.dtype, device=g.device)
+            relaunch(x, g, out)
+            return out
+        out = torch.empty(out_shape, dtype=torch.float32, device=g.device)
+        relaunch(x, g, out)
+        return out.sum(0).to(g.dtype).reshape(shape)
+
+    return route
 
 
 # ------------------------------------------------------------------------------ ahead of time

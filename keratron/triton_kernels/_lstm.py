@@ -71,7 +71,10 @@ from keratron.triton_kernels._common import (
     activate,
     activation_code,
     dot_precision,
+    launch_state,
     launchable,
+    route_cache,
+    tensor_key,
 )
 
 __all__ = ["forward_route", "backward_route", "plan", "aot_specs"]
@@ -991,6 +994,32 @@ def _step_grid(batch, units):
     return lambda meta: (triton.cdiv(batch, meta["BLOCK_B"]), triton.cdiv(units, meta["BLOCK_N"]))
 
 
+_FORWARD_CACHE, _BACKWARD_CACHE = route_cache(), route_cache()
+
+
+def _cached_forward(batch, steps, units, last, relaunch):
+    """The whole-sequence forward of one signature (`route_cache`): the resident kernel
+    (`last` None) or the streamed one, whose final states are buffer `last` of its
+    double-buffered states."""
+
+    def route(x_proj, h0, c0, kernel, mask):
+        new = x_proj.new_empty
+        all_h = new((batch, steps, units))
+        gates = new((steps, batch, 4 * units))
+        cells = new((steps, batch, units))
+        shape = (batch, units) if last is None else (2, batch, units)
+        h_state, c_state = new(shape), new(shape)
+        # Both kernels take (x, k, m, h0, c0, h state, c state, gates, cells, out) pointers.
+        m = x_proj if mask is None else mask.view(torch.uint8)
+        relaunch(x_proj, kernel, m, h0.contiguous(), c0.contiguous(), h_state, c_state, gates,
+                 cells, all_h)  # fmt: skip
+        if last is None:
+            return all_h, h_state, c_state, gates, cells
+        return all_h, h_state[last], c_state[last], gates, cells
+
+    return route
+
+
 def forward_route(
     x_proj,
     h0,
@@ -1010,6 +1039,14 @@ def forward_route(
         NotImplementedError: for dtypes other than float32/float16/bfloat16, unknown
             activations, mixed dtypes/devices, or tensors too large for int32 offsets.
     """
+    key, state = None, launch_state()
+    if state is not None:
+        key = (tensor_key(x_proj), tensor_key(h0), tensor_key(c0), tensor_key(kernel))
+        key += (None if mask is None else tensor_key(mask), reverse, activation)
+        key += (recurrent_activation, zero_output_for_mask, dot_precision(x_proj.dtype), state)
+        cached = _FORWARD_CACHE.get(key)
+        if cached is not None:
+            return cached(x_proj, h0, c0, kernel, mask)
     _check("lstm", [x_proj, h0, c0, kernel], activation, recurrent_activation)
     batch, steps, width = x_proj.shape
     units = h0.shape[-1]
@@ -1038,20 +1075,24 @@ def forward_route(
     mode = plan(units, x_proj.dtype)
     if mode == "resident":
         h_last, c_last = new((batch, units)), new((batch, units))
-        FWD_RESIDENT.launch(
+        relaunch = FWD_RESIDENT.launch(
             _batch_grid(batch), h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(),
             h_last_ptr=h_last, c_last_ptr=c_last, REVERSE=bool(reverse),
             UNITS=_resident_width(units, x_proj.dtype), **args,
         )  # fmt: skip
+        if key is not None and relaunch is not None:
+            _FORWARD_CACHE[key] = _cached_forward(batch, steps, units, None, relaunch())
         return all_h, h_last, c_last, gates, cells
     # Double-buffered states: step t reads buffer t % 2 and writes the other one.
     h_buf = new((2, batch, units))
     c_buf = new((2, batch, units))
     if mode == "streamed":
-        FWD_SEQ.launch(
+        relaunch = FWD_SEQ.launch(
             _batch_grid(batch), h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), h_buf_ptr=h_buf,
             c_buf_ptr=c_buf, REVERSE=bool(reverse), **args,
         )  # fmt: skip
+        if key is not None and relaunch is not None:
+            _FORWARD_CACHE[key] = _cached_forward(batch, steps, units, steps % 2, relaunch())
         return all_h, h_buf[steps % 2], c_buf[steps % 2], gates, cells
     h_buf[0].copy_(h0)
     c_buf[0].copy_(c0)
@@ -1090,6 +1131,14 @@ def backward_route(
         NotImplementedError: as `forward_route`.
     """
     tensors = [g_all, g_h, g_c, h0, c0, kernel, all_h, gates, cells]
+    key, state = None, launch_state()
+    if state is not None:
+        key = tuple(map(tensor_key, tensors))
+        key += (None if mask is None else tensor_key(mask), reverse, activation)
+        key += (recurrent_activation, zero_output_for_mask, dot_precision(gates.dtype), state)
+        cached = _BACKWARD_CACHE.get(key)
+        if cached is not None:
+            return cached(*tensors, mask)
     _check("lstm_grad", tensors, activation, recurrent_activation)
     steps, batch, width = gates.shape
     units = h0.shape[-1]
@@ -1125,12 +1174,18 @@ def backward_route(
             RACT=activation_code("lstm_grad", recurrent_activation), PRECISION=precision,
         )  # fmt: skip
         if mode == "resident":
-            BWD_RESIDENT.launch(
+            first = BWD_RESIDENT.launch(
                 _batch_grid(batch), UNITS=_resident_width(units, gates.dtype), **args
             )
         else:
-            BWD_SEQ.launch(_batch_grid(batch), state_ptr=new((3, 2, batch, units)), **args)
-        return dx, dh0, dc0, _dkernel(h_prev, dx, units, width, precision)
+            first = BWD_SEQ.launch(_batch_grid(batch), state_ptr=new((3, 2, batch, units)), **args)
+        dkernel, second = _dkernel(h_prev, dx, units, width, precision)
+        if key is not None and first is not None and second is not None:
+            streamed = mode == "streamed"
+            _BACKWARD_CACHE[key] = _cached_backward(
+                steps, batch, units, streamed, first(), second()
+            )
+        return dx, dh0, dc0, dkernel
 
     # Double-buffered (skip, dc, dprev) states; see the backward step kernel.
     skip, dc, dprev = new((2, batch, units)), new((2, batch, units)), new((2, batch, units))
@@ -1169,21 +1224,48 @@ def backward_route(
         )  # fmt: skip
     dc0 = dc[steps % 2]  # written by step 0
 
-    return dx, dh0, dc0, _dkernel(h_prev, dx, units, width, precision)
+    return dx, dh0, dc0, _dkernel(h_prev, dx, units, width, precision)[0]
+
+
+def _cached_backward(steps, batch, units, streamed, first, second):
+    """The whole-sequence backward of one signature (`route_cache`): the resident or streamed
+    kernel (`first`), then the recurrent kernel's gradient (`second`)."""
+
+    def route(g_all, g_h, g_c, h0, c0, kernel, all_h, gates, cells, mask):
+        # As the uncached route: the launcher's own layouts, copies of others.
+        all_h, gates, cells = all_h.contiguous(), gates.contiguous(), cells.contiguous()
+        new = gates.new_empty
+        dx = new((batch, steps, 4 * units))
+        h_prev = new((batch, steps, units))
+        c_prev = new((steps, batch, units))
+        dh0, dc0 = new((batch, units)), new((batch, units))
+        m = gates if mask is None else mask.view(torch.uint8)
+        ptrs = (kernel, m, g_all, g_h.contiguous(), g_c.contiguous(), h0.contiguous())
+        ptrs += (c0.contiguous(), all_h, gates, cells, h_prev, c_prev, dx)
+        if streamed:  # its state buffer comes between dx and dh0
+            first(*ptrs, new((3, 2, batch, units)), dh0, dc0)
+        else:
+            first(*ptrs, dh0, dc0)
+        dkernel = dx.new_empty((units, 4 * units))
+        second(h_prev, dx, dkernel)
+        return dx, dh0, dc0, dkernel
+
+    return route
 
 
 def _dkernel(h_prev, dx, units, width, precision):
-    """dU = h_prev^T @ dz over all B * T rows: one launch over (U, 4U) output tiles."""
+    """dU = h_prev^T @ dz over all B * T rows: one launch over (U, 4U) output tiles. Returns
+    dU and the launch's relaunch maker (`Kernel.launch`)."""
     dkernel = dx.new_empty((units, width))
 
     def grid(meta):
         return (triton.cdiv(units, meta["BLOCK_M"]), triton.cdiv(width, meta["BLOCK_N"]))
 
-    DKERNEL.launch(
+    relaunch = DKERNEL.launch(
         grid, h_prev_ptr=h_prev, dz_ptr=dx, dk_ptr=dkernel, U=units, N=width,
         R=h_prev.shape[0] * h_prev.shape[1], PRECISION=precision,
     )  # fmt: skip
-    return dkernel
+    return dkernel, relaunch
 
 
 # ------------------------------------------------------------------------ ahead of time

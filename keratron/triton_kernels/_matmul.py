@@ -45,6 +45,9 @@ from keratron.triton_kernels._common import (
     activation_code,
     device_limits,
     dot_precision,
+    launch_state,
+    route_cache,
+    tensor_key,
 )
 
 __all__ = [
@@ -399,8 +402,10 @@ def _aligned(x3, w3, b, y3) -> bool:
     return all(t.data_ptr() % 16 == 0 for t in (*mats, b) if t is not None)
 
 
-def _launch(x3, w3, b, y3, activation) -> None:
-    """Runs the kernels on 3-D (batch, M, K) x (batch, K, N) -> (batch, M, N) views."""
+def _launch(x3, w3, b, y3, activation, ptrs) -> tuple:
+    """Runs the kernels on 3-D (batch, M, K) x (batch, K, N) -> (batch, M, N) views of the
+    tensors `ptrs` = (x, w, y) (which the kernels receive); returns the split count and the
+    launches' relaunch makers (None where not bound)."""
     # In-matrix offsets are 32-bit in the kernel (only the batch offset is 64-bit).
     if max(_span(x3), _span(w3), _span(y3)) >= 2**31:
         raise NotImplementedError("a matrix spans 2**31 elements or more")
@@ -410,19 +415,20 @@ def _launch(x3, w3, b, y3, activation) -> None:
     p = plan(m, n, k, batch, x3.dtype, capability, sms, _aligned(x3, w3, b, y3))
     code = activation_code("matmul", activation)
     precision = dot_precision(x3.dtype)
-    bias = dict(b_ptr=b if b is not None else y3, stride_b=b.stride(0) if b is not None else 0)
+    bias = dict(b_ptr=b if b is not None else ptrs[2], stride_b=b.stride(0) if b is not None else 0)
     if p.split > 1:
         if m * n * p.split >= 2**31:
             raise NotImplementedError("split-K partials of 2**31 elements or more")
         part = torch.empty((p.split, m, n), dtype=torch.float32, device=y3.device)
         x2, w2, y2 = x3[0], w3[0], y3[0]
+        xp, wp, yp = ptrs
 
         def grid(cfg):
             return (p.tiles, p.split)
 
-        SPLITK_KERNEL.launch(
+        partial = SPLITK_KERNEL.launch(
             grid, p.config,
-            x_ptr=x2, w_ptr=w2, part_ptr=part,
+            x_ptr=xp, w_ptr=wp, part_ptr=part,
             M=m, N=n, K=k, K_CHUNK=p.k_chunk,
             stride_xm=x2.stride(0), stride_xk=x2.stride(1),
             stride_wk=w2.stride(0), stride_wn=w2.stride(1),
@@ -432,26 +438,27 @@ def _launch(x3, w3, b, y3, activation) -> None:
         def reduce_grid(cfg):
             return (triton.cdiv(m, cfg["BLOCK_M"]), triton.cdiv(n, cfg["BLOCK_N"]))
 
-        REDUCE_KERNEL.launch(
+        reduce = REDUCE_KERNEL.launch(
             reduce_grid, REDUCE_CONFIG,
-            part_ptr=part, y_ptr=y2, M=m, N=n, SPLIT=p.split,
+            part_ptr=part, y_ptr=yp, M=m, N=n, SPLIT=p.split,
             stride_ym=y2.stride(0), stride_yn=y2.stride(1),
             HAS_BIAS=b is not None, ACTIVATION=code, **bias,
         )  # fmt: skip
-        return
+        return p.split, partial, reduce
 
     def grid(cfg):
         return (p.tiles, batch)
 
-    KERNEL.launch(
+    whole = KERNEL.launch(
         grid, p.config,
-        x_ptr=x3, w_ptr=w3, y_ptr=y3,
+        x_ptr=ptrs[0], w_ptr=ptrs[1], y_ptr=ptrs[2],
         M=m, N=n, K=k,
         stride_xb=x3.stride(0), stride_xm=x3.stride(1), stride_xk=x3.stride(2),
         stride_wb=w3.stride(0), stride_wk=w3.stride(1), stride_wn=w3.stride(2),
         stride_yb=y3.stride(0), stride_ym=y3.stride(1), stride_yn=y3.stride(2),
         HAS_BIAS=b is not None, ACTIVATION=code, PRECISION=precision, **bias,
     )  # fmt: skip
+    return 1, whole, None
 
 
 def _check(x, w, b, activation) -> None:
@@ -475,6 +482,31 @@ def _check(x, w, b, activation) -> None:
         raise NotImplementedError(f"operands on several devices: {sorted(map(str, devices))}")
 
 
+_CACHE = route_cache()
+
+
+def _cached_route(out_shape, split, first, second):
+    """The 2-D-weight route of one signature: its launches prepared (`route_cache`)."""
+    m, n = math.prod(out_shape[:-1]), out_shape[-1]
+    if split == 1:
+
+        def route(x, w, b):
+            y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+            first(x, w, y if b is None else b, y)
+            return y
+
+        return route
+
+    def route_split(x, w, b):
+        y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+        part = torch.empty((split, m, n), dtype=torch.float32, device=x.device)
+        first(x, w, part)
+        second(part, y if b is None else b, y)
+        return y
+
+    return route_split
+
+
 def matmul_route(x, w, b, activation):
     """`act(x @ w + b)` on Triton, with the semantics of the "matmul" primitive's impl.
 
@@ -482,16 +514,31 @@ def matmul_route(x, w, b, activation):
     broadcast; b is (N,) or None. Raises NotImplementedError for dtypes, bias shapes or batch
     sizes the kernel does not take (the dispatcher then falls back to torch).
     """
+    state = launch_state()
+    if state is not None:
+        bias = None if b is None else tensor_key(b)
+        key = (tensor_key(x), tensor_key(w), bias, activation, dot_precision(x.dtype), state)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached(x, w, b)
     _check(x, w, b, activation)
     k, n = w.shape[-2], w.shape[-1]
     if w.dim() == 2:
         # All leading dims of x are rows of one GEMM; reshape is a view when x allows it.
         x2 = x.reshape(math.prod(x.shape[:-1]), k)
-        out_shape = (*x.shape[:-1], n)
-        y = torch.empty((x2.shape[0], n), dtype=x.dtype, device=x.device)
+        y = torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device)
         if y.numel():
-            _launch(x2.unsqueeze(0), w.unsqueeze(0), b, y.unsqueeze(0), activation)
-        return y.reshape(out_shape)
+            # The kernels receive x and y themselves (their 2-D views' storage) where x2 is a
+            # view: what the cached route passes. A copying reshape would need redoing per
+            # call, so only views are cached.
+            view = x2.data_ptr() == x.data_ptr()
+            y3 = y.view(1, x2.shape[0], n)
+            split, first, second = _launch(
+                x2.unsqueeze(0), w.unsqueeze(0), b, y3, activation, (x if view else x2, w, y)
+            )
+            if state is not None and first is not None and view:
+                _CACHE[key] = _cached_route(y.shape, split, first(), second and second())
+        return y
     if x.dim() < 2:
         raise NotImplementedError(f"a rank-1 x with a batched w of shape {tuple(w.shape)}")
     m = x.shape[-2]
@@ -505,7 +552,8 @@ def matmul_route(x, w, b, activation):
         # axis is a view unless the strides cannot be merged, where reshape copies.
         x3 = x.expand(*batch_shape, m, k).reshape(nbatch, m, k)
         w3 = w.expand(*batch_shape, k, n).reshape(nbatch, k, n)
-        _launch(x3, w3, b, y.view(nbatch, m, n), activation)
+        y3 = y.view(nbatch, m, n)
+        _launch(x3, w3, b, y3, activation, (x3, w3, y3))
     return y
 
 

@@ -30,7 +30,14 @@ import torch
 import triton
 import triton.language as tl
 
-from keratron.triton_kernels._common import FLOAT_DTYPES, TRITON_TYPES, Kernel
+from keratron.triton_kernels._common import (
+    FLOAT_DTYPES,
+    TRITON_TYPES,
+    Kernel,
+    launch_state,
+    route_cache,
+    tensor_key,
+)
 
 __all__ = [
     "forward_route",
@@ -271,12 +278,27 @@ def _rows(t, rows: int, c: int | None):
     return t.reshape(rows) if c is None else t.reshape(rows, c)
 
 
+_FORWARD_CACHE, _BACKWARD_CACHE = route_cache(), route_cache()
+
+
+def _views(*pairs) -> bool:
+    """Whether each (reshaped, original) pair shares its address: a copying reshape would
+    need redoing per call, so only launches on views are cached."""
+    return all(a.data_ptr() == b.data_ptr() for a, b in zip(pairs[::2], pairs[1::2]))
+
+
 def forward_route(logits, labels, sparse):
     """(per-example loss, probs) of the "softmax_cross_entropy" primitive, on Triton.
 
     Raises NotImplementedError for dtypes or shapes it does not take (the dispatcher then falls
     back to torch).
     """
+    key, state = None, launch_state()
+    if state is not None:
+        key = (tensor_key(logits), tensor_key(labels), sparse, state)
+        cached = _FORWARD_CACHE.get(key)
+        if cached is not None:
+            return cached(logits, labels)
     if logits.dtype not in FLOAT_DTYPES:
         raise NotImplementedError(f"logits of dtype {logits.dtype}")
     if logits.dim() < 1 or logits.shape[-1] == 0:
@@ -295,7 +317,7 @@ def forward_route(logits, labels, sparse):
     tile = _rows_block(c)
     if tile is not None:
         block_r, block = tile
-        FORWARD_ROWS.launch(
+        relaunch = FORWARD_ROWS.launch(
             lambda meta: (triton.cdiv(rows, block_r),),
             logits_ptr=x2, labels_ptr=t2, loss_ptr=loss, probs_ptr=probs,
             R=rows, C=c,
@@ -304,23 +326,43 @@ def forward_route(logits, labels, sparse):
             stride_pr=c,
             SPARSE=bool(sparse), BLOCK_R=block_r, BLOCK=block,
         )  # fmt: skip
-        return loss, probs
-    block = _block(c)
-    FORWARD.launch(
+    else:
+        block = _block(c)
+        relaunch = FORWARD.launch(
         lambda meta: (rows,),
-        logits_ptr=x2, labels_ptr=t2, loss_ptr=loss, probs_ptr=probs,
-        C=c,
-        stride_lr=x2.stride(0), stride_lc=x2.stride(1),
-        stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
-        stride_pr=c,
-        SPARSE=bool(sparse), BLOCK=block, ONE_PASS=c <= block,
-    )  # fmt: skip
+            logits_ptr=x2, labels_ptr=t2, loss_ptr=loss, probs_ptr=probs,
+            C=c,
+            stride_lr=x2.stride(0), stride_lc=x2.stride(1),
+            stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
+            stride_pr=c,
+            SPARSE=bool(sparse), BLOCK=block, ONE_PASS=c <= block,
+        )  # fmt: skip
+    if key is not None and relaunch is not None and _views(x2, logits, t2, labels):
+        _FORWARD_CACHE[key] = _cached_forward(loss.shape, probs.shape, relaunch())
     return loss, probs
+
+
+def _cached_forward(loss_shape, probs_shape, relaunch):
+    """The forward route of one signature (`route_cache`)."""
+
+    def route(logits, labels):
+        loss = torch.empty(loss_shape, dtype=logits.dtype, device=logits.device)
+        probs = torch.empty(probs_shape, dtype=logits.dtype, device=logits.device)
+        relaunch(logits, labels, loss, probs)
+        return loss, probs
+
+    return route
 
 
 def backward_route(g, probs, labels, sparse):
     """`g[..., None] * (probs - target)` of the "softmax_cross_entropy_grad" primitive, on
     Triton (target: the one-hot rows of sparse labels, or the dense labels)."""
+    key, state = None, launch_state()
+    if state is not None:
+        key = (tensor_key(g), tensor_key(probs), tensor_key(labels), sparse, state)
+        cached = _BACKWARD_CACHE.get(key)
+        if cached is not None:
+            return cached(g, probs, labels)
     if probs.dtype not in FLOAT_DTYPES or g.dtype not in FLOAT_DTYPES:
         raise NotImplementedError(f"g of dtype {g.dtype} with probs of dtype {probs.dtype}")
     if probs.dim() < 1 or tuple(g.shape) != tuple(probs.shape[:-1]):
@@ -342,7 +384,7 @@ def backward_route(g, probs, labels, sparse):
     tile = _rows_block(c)
     if tile is not None:
         block_r, block = tile
-        BACKWARD_ROWS.launch(
+        relaunch = BACKWARD_ROWS.launch(
             lambda meta: (triton.cdiv(rows, block_r),),
             g_ptr=g1, probs_ptr=p2, labels_ptr=t2, out_ptr=out,
             R=rows, C=c,
@@ -352,18 +394,31 @@ def backward_route(g, probs, labels, sparse):
             stride_or=c,
             SPARSE=bool(sparse), BLOCK_R=block_r, BLOCK=block,
         )  # fmt: skip
-        return out
-    BACKWARD.launch(
-        lambda meta: (rows,),
-        g_ptr=g1, probs_ptr=p2, labels_ptr=t2, out_ptr=out,
-        C=c,
-        stride_gr=g1.stride(0),
-        stride_pr=p2.stride(0), stride_pc=p2.stride(1),
-        stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
-        stride_or=c,
-        SPARSE=bool(sparse), BLOCK=_block(c),
-    )  # fmt: skip
+    else:
+        relaunch = BACKWARD.launch(
+            lambda meta: (rows,),
+            g_ptr=g1, probs_ptr=p2, labels_ptr=t2, out_ptr=out,
+            C=c,
+            stride_gr=g1.stride(0),
+            stride_pr=p2.stride(0), stride_pc=p2.stride(1),
+            stride_tr=t2.stride(0), stride_tc=0 if sparse else t2.stride(1),
+            stride_or=c,
+            SPARSE=bool(sparse), BLOCK=_block(c),
+        )  # fmt: skip
+    if key is not None and relaunch is not None and _views(g1, g, p2, probs, t2, labels):
+        _BACKWARD_CACHE[key] = _cached_backward(out.shape, out.dtype, relaunch())
     return out
+
+
+def _cached_backward(shape, dtype, relaunch):
+    """The backward route of one signature (`route_cache`)."""
+
+    def route(g, probs, labels):
+        out = torch.empty(shape, dtype=dtype, device=probs.device)
+        relaunch(g, probs, labels, out)
+        return out
+
+    return route
 
 
 # ------------------------------------------------------------------------------ ahead of time

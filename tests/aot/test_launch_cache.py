@@ -3,6 +3,9 @@ autotuner and JIT, later ones through the bound launch, with the same launch. Re
 compile for sm_90 under the stand-in driver (`_standin`), which records launches instead of
 running them, so this runs without a GPU (in the aot process: the interpreter is off)."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 from triton.runtime.autotuner import Autotuner
@@ -137,3 +140,114 @@ def test_unknown_or_missing_arguments_raise(calls):
             _matmul.KERNEL.launch(lambda meta: (1,), x_ptr=x)
         with pytest.raises(ValueError, match="dynamic"):
             _common.Kernel(_matmul.KERNEL.fn, _matmul.CONFIGS, ["M"], "matmul", dynamic=("M",))
+
+
+_CONV = dict(strides=(1, 1), padding=((1, 1), (1, 0)), dilation=(1, 1))
+_LSTM = dict(activation="tanh", recurrent_activation="sigmoid", zero_output_for_mask=False)
+
+
+def _route_cases():
+    """(id, call making fresh inputs each time) of every cached route, irregular shapes."""
+    from keratron.triton_kernels import conv2d, softmax_xent
+
+    def lstm_backward(units, dtype=torch.float32):
+        x, h0, c0 = _r(3, 5, 4 * units, dtype=dtype), _r(3, units, dtype=dtype), None
+        c0, k = _r(3, units, dtype=dtype), _r(units, 4 * units, dtype=dtype)
+        all_h, _, _, gates, cells = lstm.forward_route(x, h0, c0, k, None, False, **_LSTM)
+        g = (_r(3, 5, units, dtype=dtype), _r(3, units, dtype=dtype), _r(3, units, dtype=dtype))
+        return lstm.backward_route(*g, h0, c0, k, None, all_h, gates, cells, False, **_LSTM)
+
+    return [
+        ("matmul", lambda: _matmul.matmul_route(_r(3, 11, 70), _r(70, 20), _r(20), "relu")),
+        ("matmul_splitk", lambda: _matmul.matmul_route(_r(16, 2048), _r(2048, 40), None, None)),
+        ("conv", lambda: conv2d.conv_route(_r(2, 7, 9, 6), _r(3, 3, 6, 5), _r(5), groups=1,
+                                           activation="relu", **_CONV)),
+        ("conv_1d", lambda: conv2d.conv_route(_r(2, 9, 6), _r(3, 6, 5), None, (2,), ((1, 1),),
+                                              (1,), 1, None)),
+        ("conv_1d_grad_input", lambda: conv2d.grad_input_route(_r(2, 5, 5), _r(3, 6, 5), (2, 9, 6),
+                                                               (2,), ((1, 1),), (1,), 1)),
+        ("conv_1d_grad_filter", lambda: conv2d.grad_filter_route(_r(2, 9, 6), _r(2, 5, 5),
+                                                                 (3, 6, 5), (2,), ((1, 1),), (1,),
+                                                                 1)),
+        ("depthwise", lambda: conv2d.conv_route(_r(2, 7, 9, 6), _r(3, 3, 1, 6), None, groups=6,
+                                                activation="relu6", **_CONV)),
+        ("conv_grad_input", lambda: conv2d.grad_input_route(_r(2, 7, 8, 5), _r(3, 3, 6, 5),
+                                                            (2, 7, 9, 6), groups=1, **_CONV)),
+        ("conv_grad_filter", lambda: conv2d.grad_filter_route(_r(2, 7, 9, 6), _r(2, 7, 8, 5),
+                                                              (3, 3, 6, 5), groups=1, **_CONV)),
+        ("xent", lambda: softmax_xent.forward_route(_r(6, 13), torch.arange(6) % 13, True)),
+        ("xent_wide", lambda: softmax_xent.forward_route(_r(3, 300), _r(3, 300), False)),
+        ("xent_grad", lambda: softmax_xent.backward_route(_r(6), _r(6, 13), torch.arange(6),
+                                                          True)),
+        # Resident kernels in float16: float32 ones hit an LLVM assertion compiling on the CPU.
+        ("lstm_resident", lambda: lstm.forward_route(_r(3, 5, 128, dtype=torch.float16),
+                                                     _r(3, 32, dtype=torch.float16),
+                                                     _r(3, 32, dtype=torch.float16),
+                                                     _r(32, 128, dtype=torch.float16), None,
+                                                     True, **_LSTM)),
+        ("lstm_streamed", lambda: lstm.forward_route(_r(3, 5, 4 * 40), _r(3, 40), _r(3, 40),
+                                                     _r(40, 160), None, False, **_LSTM)),
+        ("lstm_grad_resident", lambda: lstm_backward(32, torch.float16)),
+        ("lstm_grad_streamed", lambda: lstm_backward(40)),
+    ]  # fmt: skip
+
+
+def _r(*shape, dtype=torch.float32):
+    return torch.randn(*shape, dtype=dtype)
+
+
+def _aliasing(launches, outputs) -> list:
+    """Which storage each output and each launched tensor is, numbered by first appearance
+    (the recorded launches keep their tensors alive, so no storage is reused in a call)."""
+    flat = outputs if isinstance(outputs, tuple) else (outputs,)
+    tensors = list(flat) + [a for launch in launches for a in launch.args if torch.is_tensor(a)]
+    seen: dict = {}
+    return [seen.setdefault(t.untyped_storage().data_ptr(), len(seen)) for t in tensors]
+
+
+@pytest.mark.parametrize("case", _route_cases(), ids=lambda c: c[0])
+def test_a_cached_route_launches_as_the_first_call_without_planning(calls, monkeypatch, case):
+    _, call = case
+    with _standin.stand_in_driver() as launches:
+        outputs = call()
+        first = list(launches)
+        jit = calls["jit"]
+        # A second signature-equal call: the route's cache holds its launches, so neither
+        # `Kernel.launch` (config choice, argument binding) nor a plan runs.
+        general = []
+        monkeypatch.setattr(_common.Kernel, "launch", lambda *a, **k: general.append(a))
+        monkeypatch.setattr(_matmul, "plan", lambda *a, **k: general.append(a))
+        monkeypatch.setattr(_lstm, "plan", lambda *a, **k: general.append(a))
+        launches.clear()
+        again = call()
+        assert general == [] and calls["jit"] == jit
+        assert [_described(launch) for launch in launches] == [_described(f) for f in first]
+        # The same buffers in the same places: outputs, scratch, and what the kernels read.
+        assert _aliasing(launches, again) == _aliasing(first, outputs)
+        flat = again if isinstance(again, tuple) else (again,)
+        assert [(t.shape, t.dtype) for t in flat] == [
+            (t.shape, t.dtype) for t in (outputs if isinstance(outputs, tuple) else (outputs,))
+        ]
+    monkeypatch.undo()
+    assert all(not cache for cache in _common.ROUTE_CACHES)
+
+
+def test_a_changed_parameter_misses_the_route_cache(calls):
+    x, w = torch.randn(5, 24), torch.randn(24, 16)
+    with _standin.stand_in_driver() as launches:
+        for activation in ("relu", "gelu", "relu"):
+            _matmul.matmul_route(x, w, None, activation)
+        codes = [launch.args[_matmul.KERNEL.fn.arg_names.index("ACTIVATION")] for launch in
+                 launches]  # fmt: skip
+        assert codes == [1, 3, 1] and calls["jit"] == 2
+
+
+def test_a_route_cache_keeps_no_tensor_of_the_call_that_filled_it(calls):
+    with _standin.stand_in_driver(record=False):
+        x, w, b = torch.randn(9, 24), torch.randn(24, 16), torch.randn(16)
+        y = _matmul.matmul_route(x, w, b, "relu")
+        refs = [weakref.ref(t) for t in (x, w, b, y)]
+        del x, w, b, y
+        gc.collect()
+        assert [r() for r in refs] == [None] * 4
+        assert any(_common.ROUTE_CACHES)
