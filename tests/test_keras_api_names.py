@@ -34,6 +34,7 @@ NAMESPACES = [
     "tree",
     "mixed_precision",
     "backend",
+    "applications",
 ]
 
 # Names keratron does not provide as Keras does, by design. Those that exist raise an error that
