@@ -931,18 +931,64 @@ def _run_filled(layer, args, kwargs, fill):
 
 
 class TensorOpLayer(Layer):
-    """Wraps one `keratron.ops` function so that operators on KerasTensors (`x * 2`,
-    `x[:, 0]`) become nodes of a functional graph."""
+    """Wraps one `keratron.ops` function so that operators and ops on KerasTensors (`x * 2`,
+    `x[:, 0]`) become nodes of a functional graph.
+
+    Keras 3 records such a call as an `Operation` that is not a layer: a functional model lists
+    it in `operations` and `summary()` but not in `layers`, and its config names the op class
+    (`{"module": "keras.src.ops.numpy", "class_name": "Add", "config": {"name": "add"}}`);
+    `keras_class_name` and `get_config` give that view.
+    """
 
     def __init__(self, fn_name, fn_kwargs=None, **kwargs):
         super().__init__(name=kwargs.pop("name", None) or unique_object_name(fn_name), **kwargs)
         self.fn_name = fn_name
         self.fn_kwargs = dict(fn_kwargs or {})
 
+    @property
+    def keras_class_name(self) -> str:
+        """The Keras 3 op class of this call ("Add" for `add`, "TrueDivide" for `true_divide`)."""
+        return "".join(part.capitalize() for part in self.fn_name.split("_"))
+
     def call(self, *args):
         from keratron import ops
 
+        if self.fn_name == "get_item" and len(args) == 2 and isinstance(args[1], list):
+            # A saved tuple key comes back from JSON as a list: `x[:, 0]`, not `x[[:, 0]]`.
+            if any(k is None or k is Ellipsis or isinstance(k, slice) for k in args[1]):
+                args = (args[0], tuple(args[1]))
         return getattr(ops, self.fn_name)(*args, **self.fn_kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "fn_name": self.fn_name, "fn_kwargs": self.fn_kwargs}
+        """The op's constructor arguments with its name, as Keras's `Operation.get_config`."""
+        return {"name": self.name, **self.fn_kwargs}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "fn_name" in config:  # keratron's earlier layout: the op named in the config
+            return cls(config.pop("fn_name"), config.pop("fn_kwargs", None), name=config["name"])
+        raise ValueError(
+            "TensorOpLayer.from_config needs the op: use `TensorOpLayer.from_keras_op` with the "
+            f"Keras op class name. Received: config={config!r}"
+        )
+
+    @classmethod
+    def from_keras_op(cls, class_name, config):
+        """The node for a Keras op config (`class_name="Mean"`, `config={"name": "mean",
+        "axis": -1}`), calling `keratron.ops.mean(x, axis=-1)`.
+
+        Raises:
+            ValueError: if keratron has no op of that name.
+        """
+        from keratron import ops
+
+        fn_name = to_snake_case(class_name)
+        if not callable(getattr(ops, fn_name, None)):
+            raise ValueError(
+                f"Unknown Keras operation '{class_name}': keratron.ops has no '{fn_name}'. "
+                f"Received: config={config!r}"
+            )
+        config = dict(config)
+        name = config.pop("name", None)
+        return cls(fn_name, config, name=name)

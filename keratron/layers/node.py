@@ -62,7 +62,10 @@ class KerasTensor:
         self.numpy()
 
     def __getitem__(self, key):
-        return _op_layer("get_item", self, key=key)
+        # The key is a call argument, as in Keras's `GetItem` node (and its saved config).
+        from keratron.layers.layer import TensorOpLayer
+
+        return TensorOpLayer("get_item")(self, key)
 
 
 def _op_layer(fn_name, *args, **kwargs):
@@ -83,7 +86,7 @@ for _dunder, _fn in [
     ("add", "add"),
     ("sub", "subtract"),
     ("mul", "multiply"),
-    ("truediv", "divide"),
+    ("truediv", "true_divide"),  # Keras's `TrueDivide` op, auto-named "true_divide"
     ("floordiv", "floor_divide"),
     ("mod", "mod"),
     ("pow", "power"),
@@ -99,7 +102,7 @@ for _dunder, _fn in [
 ]:
     setattr(KerasTensor, f"__{_dunder}__", _symbolic_binary(_fn))
 KerasTensor.__neg__ = lambda self: _op_layer("negative", self)
-KerasTensor.__abs__ = lambda self: _op_layer("abs", self)
+KerasTensor.__abs__ = lambda self: _op_layer("absolute", self)
 
 
 class Node:

@@ -16,7 +16,7 @@ import warnings
 from keratron.autodiff import tree
 from keratron.autodiff.tensor import Tensor, convert_to_tensor
 from keratron.layers.input_layer import Input, InputLayer
-from keratron.layers.layer import Layer
+from keratron.layers.layer import Layer, TensorOpLayer
 from keratron.layers.node import KerasTensor, Node
 from keratron.models.model import Model
 
@@ -75,7 +75,10 @@ class Functional(Model):
         self._nodes = nodes
         self._nodes_by_depth = nodes_by_depth
         self._operations = operations
-        self._layers = [op for op in operations if isinstance(op, Layer)]
+        # As Keras 3: ops on tensors (`x + 3.0`, `inputs + branch`) are operations, not layers.
+        self._layers = [
+            op for op in operations if isinstance(op, Layer) and not isinstance(op, TensorOpLayer)
+        ]
         # Inputs are converted one by one to each Input's own dtype in `call`.
         self.autocast = False
         self.output_names = [x._keras_history[0].name for x in self._outputs]
@@ -309,6 +312,11 @@ class Functional(Model):
 
     def _serialize_node(self, node) -> dict:
         def serialize(x):
+            if isinstance(x, slice):  # an index (`x[:, 0]`), written as Keras writes it
+                parts = {p: getattr(x, p) for p in ("start", "stop", "step")}
+                return {"class_name": "__slice__", "config": parts}
+            if x is Ellipsis:
+                return {"class_name": "__ellipsis__", "config": {}}
             if not isinstance(x, KerasTensor):
                 return x
             op, node_index, tensor_index = x._keras_history
@@ -504,6 +512,10 @@ def _deserialize_node(node_data, created):
         if isinstance(x, dict) and x.get("class_name") == "__keras_tensor__":
             name, node_index, tensor_index = x["config"]["keras_history"]
             return _saved_tensor(created, name, node_index, tensor_index)
+        if isinstance(x, dict) and x.get("class_name") == "__slice__":
+            return slice(*(x["config"].get(p) for p in ("start", "stop", "step")))
+        if isinstance(x, dict) and x.get("class_name") == "__ellipsis__":
+            return Ellipsis
         if isinstance(x, dict):
             return {k: revive(v) for k, v in x.items()}
         if isinstance(x, list):

@@ -16,6 +16,8 @@ __all__ = ["serialize_layer", "deserialize_layer", "lookup_layer_class"]
 
 # The modules Keras names in configs for its own classes; written so that Keras can read ours.
 _KERAS_MODULES = {"Functional": "keras.src.models.functional", "Sequential": "keras"}
+# Where Keras's ops on symbolic tensors (`Add`, `Mean`, `GetItem`, ...) live.
+_KERAS_OPS_MODULE = "keras.src.ops.numpy"
 
 
 def _model_classes() -> dict:
@@ -58,6 +60,16 @@ def serialize_layer(layer) -> dict:
         >>> serialize_layer(keratron.layers.Dense(2))["class_name"]
         'Dense'
     """
+    from keratron.layers.layer import TensorOpLayer
+
+    if type(layer) is TensorOpLayer:  # a Keras 3 op class, not a layer
+        name = layer.keras_class_name
+        return {
+            "module": _KERAS_OPS_MODULE,
+            "class_name": name,
+            "config": layer.get_config(),
+            "registered_name": name,
+        }
     cls = type(layer)
     registered = registry._GLOBAL_CUSTOM_NAMES.get(cls)
     name = cls.__name__
@@ -126,6 +138,12 @@ def deserialize_layer(data, custom_objects=None):
             f"deserialize_layer: expected a config dict with a 'class_name' key. Received: {data!r}"
         )
     class_name = data["class_name"]
+    if str(data.get("module") or "").startswith("keras.src.ops."):
+        # An op on symbolic tensors (`x + 3.0`, `ops.mean(x)`): its class name can be a layer's
+        # too (the op `Add` is not the layer `Add`), so the module decides.
+        from keratron.layers.layer import TensorOpLayer
+
+        return TensorOpLayer.from_keras_op(class_name, data.get("config", {}))
     cls = lookup_layer_class(class_name, data.get("registered_name"), custom_objects)
     if cls is None:
         raise ValueError(

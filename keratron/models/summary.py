@@ -217,7 +217,10 @@ def summary_text(
     layer_range=None,
 ) -> str:
     """The summary of `model` as one string (lines separated by newlines)."""
-    layers = model.layers
+    from keratron.models.functional import Functional
+
+    # As Keras: a functional model's rows are its operations, ops on tensors (`x + 3.0`) too.
+    layers = model.operations if isinstance(model, Functional) else model.layers
     sequential_like = _is_sequential_like(model)
     relevant = set()
     if sequential_like:
@@ -249,7 +252,8 @@ def summary_text(
         return ", ".join(parts) or "-"
 
     def fields(layer, prefix):
-        row = [f"{prefix}{layer.name} ({type(layer).__name__})", _output_shape_text(layer)]
+        class_name = getattr(layer, "keras_class_name", type(layer).__name__)
+        row = [f"{prefix}{layer.name} ({class_name})", _output_shape_text(layer)]
         if not layer.built:
             row.append("0 (unbuilt)")
         else:
