@@ -10,7 +10,7 @@ the caller's count when the call returns. It never raises the count: a user's
 `torch.set_num_threads` is a ceiling. Measured on a 2-core machine beside busy processes, with
 OpenMP's passive wait (keratron/_openmp.py): see bench/README.md.
 
-The count is probed at most once a second (three readings of /proc, about 2 ms), so calling
+The count is probed at most once a second (four readings of /proc, about 3 ms), so calling
 `predict` in a loop costs nothing measurable. `keratron.config.set_adapt_threads(False)` or
 KERATRON_ADAPT_THREADS=0 turns it off; off Linux (no /proc) it does nothing.
 """
@@ -27,7 +27,7 @@ import torch
 from keratron import config
 
 _PROBE_EVERY_S = 1.0
-_SAMPLES = 3
+_SAMPLES = 4
 _SAMPLE_GAP_S = 0.001
 
 _last_probe: tuple[float, int | None] = (float("-inf"), None)  # (monotonic time, free cores)
@@ -64,18 +64,26 @@ def _own_running_threads() -> int:
 
 def free_cores() -> int | None:
     """Cores of this process's affinity set that other processes' runnable threads leave
-    free (at least 1), the median of three readings; None where /proc cannot be read."""
+    free (at least 1), from the fewest others seen in four readings a millisecond apart: a
+    busy process is runnable in every reading, while a thread that runs for a moment (a
+    process starting or exiting, a kernel thread) would otherwise halve the threads of a
+    whole call on a quiet machine. None where /proc cannot be read."""
     readings = []
     try:
         for i in range(_SAMPLES):
             if i:
                 time.sleep(_SAMPLE_GAP_S)
-            others = max(0, _running_threads() - _own_running_threads())
+            # This process's own threads are read before and after the machine's count: an
+            # OpenMP worker that goes to sleep (or wakes) in between is still its own, and
+            # counting it as another process's would lower the threads of a quiet machine.
+            own_before = _own_running_threads()
+            running = _running_threads()
+            own = max(own_before, _own_running_threads())
+            others = max(0, running - own)
             readings.append(others)
     except (OSError, ValueError, IndexError):
         return None
-    others = sorted(readings)[len(readings) // 2]
-    return max(1, _allowed_cores() - others)
+    return max(1, _allowed_cores() - min(readings))
 
 
 def _cached_free_cores() -> int | None:

@@ -146,3 +146,34 @@ def test_free_cores_reads_this_machine():
         assert free is None
     else:
         assert 1 <= free <= len(os.sched_getaffinity(0))
+
+
+def test_a_thread_runnable_in_one_reading_only_leaves_the_cores_free(monkeypatch):
+    # A process starting or exiting is runnable for a moment: it must not halve the threads
+    # of a whole call (with the median of the readings it did, in ~half of the runs of a
+    # quiet machine); a busy process, runnable in every reading, still counts.
+    monkeypatch.setattr(threads.time, "sleep", lambda s: None)
+    monkeypatch.setattr(threads, "_allowed_cores", lambda: 2)
+    monkeypatch.setattr(threads, "_own_running_threads", lambda: 1)
+    seen = iter([2, 2, 1, 2])
+    monkeypatch.setattr(threads, "_running_threads", lambda: next(seen))
+    assert threads.free_cores() == 2
+    monkeypatch.setattr(threads, "_running_threads", lambda: 2)  # one busy process
+    assert threads.free_cores() == 1
+
+
+def test_an_own_worker_that_sleeps_during_a_reading_is_not_another_process(monkeypatch):
+    # The worker is runnable when the machine's count is read and asleep by the time this
+    # process's threads are read (it wakes again between readings): still this process's own
+    # thread, not another process's (counted as one, it lowered a quiet machine to 1 thread).
+    awake = [True]
+
+    def running():
+        awake[0] = False  # the worker finishes its spin just after this reading
+        return 2
+
+    monkeypatch.setattr(threads.time, "sleep", lambda s: awake.__setitem__(0, True))
+    monkeypatch.setattr(threads, "_allowed_cores", lambda: 2)
+    monkeypatch.setattr(threads, "_own_running_threads", lambda: 2 if awake[0] else 1)
+    monkeypatch.setattr(threads, "_running_threads", running)
+    assert threads.free_cores() == 2
