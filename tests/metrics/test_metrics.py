@@ -162,6 +162,10 @@ def _ids(case):
 @pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])
 def test_metric_matches_keras_over_three_batches(case):
     name, kwargs, gen, weighted = case
+    # Auto-names ("precision_3") count per session: start both from a fresh one, so the paths
+    # do not depend on what ran before in this process.
+    kt.backend.clear_session()
+    keras.backend.clear_session()
     ours = getattr(M, name)(**kwargs)
     theirs = getattr(keras.metrics, name)(**kwargs)
     for step in range(3):
