@@ -58,6 +58,18 @@ def rng():
     return np.random.default_rng(1234)
 
 
+def require_installed(module_name):
+    """Checks that an optional test dependency is installed without importing it (a test that
+    runs it in a child process: TensorFlow must not load beside Triton); on CI a missing one
+    fails instead of skipping."""
+    import importlib.util
+
+    if importlib.util.find_spec(module_name) is None:
+        if os.environ.get("CI") == "true":
+            raise ImportError(f"{module_name} is not installed")
+        pytest.skip(f"{module_name} is not installed (the dev and interop extras)")
+
+
 def require(module_name):
     """Imports an optional test dependency; on CI a missing one fails instead of skipping.
 

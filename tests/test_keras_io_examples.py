@@ -12,7 +12,6 @@ TensorFlow 2 with Keras's TensorFlow backend. TensorFlow only ever loads in that
 process looks it up with `importlib.util.find_spec` and never imports it.
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -20,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import require_installed
 
 ROOT = Path(__file__).resolve().parents[1]
 KERAS_IO = ROOT / "examples" / "keras_io"
@@ -114,10 +115,7 @@ def test_keras_source_changes_only_the_import():
 def test_recorded_figure_is_keras(name, label, keras_figure, tol):
     needs = ["keras"] + (["tensorflow"] if "compat.v2" in (KERAS_IO / name).read_text() else [])
     for module in needs:
-        if importlib.util.find_spec(module) is None:
-            if os.environ.get("CI") == "true":  # the dev and interop extras install both
-                raise ImportError(f"{module} is not installed")
-            pytest.skip(f"{module} is not installed (the dev and interop extras)")
+        require_installed(module)
     sys.path.insert(0, str(KERAS_IO))
     try:
         from run_with_keras import run

@@ -2,7 +2,6 @@
 `tf.compat.v1` prints for the same code and data (recorded here; the `interop` test reruns
 them under TensorFlow with only the import line changed)."""
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -10,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from tests.conftest import require_installed
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tf1")
 
@@ -95,10 +96,7 @@ def test_same_program_under_tensorflow_prints_the_same(name):
     # Looked up, not imported: TensorFlow and triton both bundle LLVM, and whichever loads
     # second in a process aborts it. For the same reason the TensorFlow run uses Keras's
     # TensorFlow backend (the suite's KERAS_BACKEND=torch would load torch's triton in it).
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI") == "true":  # the interop extra installs it: on CI, a failure
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed (the interop extra)")
+    require_installed("tensorflow")
     tf_out = _run(name, _as_tensorflow(name), KERAS_BACKEND="tensorflow")
     assert tf_out == _run(name)
 
@@ -179,10 +177,7 @@ def test_ptb_word_lm_reproduces_tf():
 @pytest.mark.parametrize("name", ["ptb_word_lm.py", "mandelbrot.py"])
 def test_same_numeric_program_under_tensorflow_prints_the_same_numbers(name, tmp_path):
     # TF 2.20's tf.compat.v1.nn.rnn_cell comes from tf_keras (TF_USE_LEGACY_KERAS=1).
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI") == "true":
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed (the interop extra)")
+    require_installed("tensorflow")
     env = dict(KERAS_BACKEND="tensorflow", TF_USE_LEGACY_KERAS="1", OMP_NUM_THREADS="1")
     out = str(tmp_path)
     tf_out = _run(name, _as_tensorflow(name), TF1_EXAMPLE_OUT=out, **env).strip().splitlines()

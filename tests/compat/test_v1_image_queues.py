@@ -9,7 +9,6 @@ both there). The random image ops and the binary-record pipeline are checked aga
 """
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -22,6 +21,7 @@ import pytest
 
 import keratron.compat.v1 as tf
 from tests.compat import tf1_image_program
+from tests.conftest import require_installed
 
 HERE = os.path.dirname(__file__)
 with open(os.path.join(HERE, "tf1_image_tf.json")) as f:
@@ -199,10 +199,7 @@ def test_slice_pipeline_prints_what_tensorflow_printed():
 @pytest.mark.slow
 def test_pipeline_under_tensorflow_prints_the_same():
     # A subprocess: TensorFlow and triton must not share a process (both bundle LLVM).
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI") == "true":
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed (the interop extra)")
+    require_installed("tensorflow")
     for program, printed in ((CSV_PIPELINE, CSV_PIPELINE_TF), (SLICE_PIPELINE, SLICE_PIPELINE_TF)):
         source = program.replace(
             "import keratron.compat.v1 as tf\n",

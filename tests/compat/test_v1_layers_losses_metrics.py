@@ -7,7 +7,6 @@ printed for it (the command is in the program's docstring). Here keratron runs t
 program and must print the same.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ import pytest
 
 import keratron.compat.v1 as tf
 from tests.compat import tf1_layers_losses_metrics_program as program
+from tests.conftest import require_installed
 
 HERE = os.path.dirname(__file__)
 with open(os.path.join(HERE, "tf1_layers_losses_metrics_tf.json")) as f:
@@ -67,10 +67,7 @@ def test_program_prints_what_tensorflow_printed(keratron_out, key):
 @pytest.mark.slow
 def test_recorded_numbers_are_tensorflows():
     # TensorFlow and triton must not share a process (both bundle LLVM): a subprocess runs it.
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI") == "true":
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed (the interop extra)")
+    require_installed("tensorflow")
     env = dict(
         os.environ, TF_USE_LEGACY_KERAS="1", KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3"
     )

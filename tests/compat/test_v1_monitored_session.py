@@ -8,7 +8,6 @@ tf.compat.v1 printed for it (`test_program_under_tensorflow_prints_the_same` rer
 """
 
 import contextlib
-import importlib.util
 import io
 import os
 import subprocess
@@ -17,6 +16,7 @@ import sys
 import pytest
 
 import keratron.compat.v1 as tf
+from tests.conftest import require_installed
 
 KERATRON = "import keratron.compat.v1 as tf\n"
 TENSORFLOW = """import tensorflow.compat.v1 as tf
@@ -126,10 +126,7 @@ def test_program_prints_what_tensorflow_printed():
 @pytest.mark.slow
 def test_program_under_tensorflow_prints_the_same():
     # A subprocess: TensorFlow and triton must not share a process (both bundle LLVM).
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI") == "true":
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed (the interop extra)")
+    require_installed("tensorflow")
     assert _run(TENSORFLOW, KERAS_BACKEND="tensorflow") == PROGRAM_TF
 
 

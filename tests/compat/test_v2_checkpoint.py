@@ -9,6 +9,7 @@ import pytest
 
 import keratron
 import keratron.compat.v2 as tf
+from tests.conftest import require_installed
 
 
 def _model():
@@ -131,14 +132,10 @@ def test_restores_a_checkpoint_tensorflow_wrote():
 @pytest.mark.slow
 def test_restores_a_large_checkpoint_tensorflow_writes_now(tmp_path):
     # Hundreds of variables: the index table spans many blocks with shared key prefixes.
-    import importlib.util
     import subprocess
     import sys
 
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI") == "true":
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed (the interop extra)")
+    require_installed("tensorflow")
     code = (
         "import numpy as np, tensorflow as tf\n"
         "vs = {f'layer_{i:03d}': tf.Variable(np.full((i % 7 + 1, 3), i, np.float32))"

@@ -7,6 +7,7 @@ import torch
 import keratron as kt
 from keratron import triton_kernels
 from keratron.autodiff.primitive import PRIMITIVES
+from tests.conftest import require_installed
 
 
 def test_every_route_module_registers_its_routes_without_importing_triton():
@@ -121,16 +122,12 @@ def test_auto_selection_of_an_unsupported_case_is_the_fallback():
 def test_triton_after_tensorflow_is_a_clear_error_not_an_abort():
     """Loading triton after TensorFlow would abort the whole process (both bundle LLVM):
     the route refuses to load it, so "auto" falls back and "triton" says why."""
-    import importlib.util
     import subprocess
     import sys
 
     # Only the child imports TensorFlow: in this process it would import Keras on torch, which
     # loads triton after TensorFlow's LLVM and aborts pytest when no earlier test loaded triton.
-    if importlib.util.find_spec("tensorflow") is None:
-        if __import__("os").environ.get("CI") == "true":
-            raise ImportError("tensorflow is not installed")
-        pytest.skip("tensorflow is not installed")
+    require_installed("tensorflow")
     script = (
         "import tensorflow, numpy as np, keratron as kt\n"
         "a = kt.convert_to_tensor(np.ones((3, 4), 'float32'))\n"
