@@ -108,7 +108,8 @@ def test_a_write_outside_keratron_invalidates_the_cache_too():
 
 def _large_model(seed=0):
     """Values large enough (over memory_plan.MIN_BYTES at batch 32) for the compiled plan to
-    keep their buffers across replays: the padded input, the max-pool gradient and the Dense
+    keep their buffers across replays: the padded input, the relu convolution's output
+    (oneDNN adding into a kept buffer), the max-pool output and gradient, and the Dense
     kernel's gradient."""
     kt.utils.set_random_seed(seed)
     inputs = kt.Input((32, 32, 8))
