@@ -194,22 +194,34 @@ def _gemm_route(x_shape, k_shape, strides, padding, groups, onednn: bool) -> boo
     )
 
 
-@device_route(conv_p, "cpu")
-def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
-    """The CPU convolution: a GEMM for small pointwise convolutions, oneDNN with a post-op for
-    a relu/relu6 epilogue or a kernel prepacked by `conv_kernel_layout`, else the reference."""
+def _cpu_branch(x, k, strides, padding, groups, activation) -> str:
+    """Which kernel the CPU convolution runs for these values: "gemm" for a small pointwise
+    convolution, "onednn" (with a post-op) for a relu/relu6 epilogue or a kernel prepacked by
+    `conv_kernel_layout`, else "reference"."""
     onednn = _onednn_cpu(x.device.type, x.dtype, x.dim())
     if (
         not k.is_mkldnn
         and x.is_contiguous()
         and _gemm_route(x.shape, k.shape, strides, padding, groups, onednn)
     ):
+        return "gemm"
+    if onednn and _conv_post_op is not None and (activation in _POST_OPS or k.is_mkldnn):
+        return "onednn"
+    return "reference"
+
+
+@device_route(conv_p, "cpu")
+def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
+    """The CPU convolution, by `_cpu_branch`: a GEMM, oneDNN with a post-op, or the
+    reference."""
+    branch = _cpu_branch(x, k, strides, padding, groups, activation)
+    if branch == "gemm":
         cin, cout = k.shape[-2], k.shape[-1]
         x2 = x.reshape(-1, cin)
         w2 = k.reshape(cin, cout)
         y = torch.mm(x2, w2) if b is None else torch.addmm(b, x2, w2)
         return epilogue.apply(y.reshape(*x.shape[:-1], cout), activation, inplace=True)
-    if onednn and _conv_post_op is not None and (activation in _POST_OPS or k.is_mkldnn):
+    if branch == "onednn":
         nd = x.dim() - 2
         tpad = _torch_padding(padding)
         if tpad is None:
@@ -240,9 +252,7 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
     if (
         _conv_into_op is None
         or tpad is None
-        or not _onednn_cpu(x.device.type, x.dtype, x.dim())
-        or not (activation in _POST_OPS or k.is_mkldnn)
-        or (not k.is_mkldnn and _gemm_route(x.shape, k.shape, strides, padding, groups, True))
+        or _cpu_branch(x, k, strides, padding, groups, activation) != "onednn"
     ):
         return None
     n, *spatial, c = out_avals[0][0]
