@@ -10,7 +10,6 @@ channels_first and tf.keras 2 itself run with the slow tests.
 
 import doctest
 import hashlib
-import json
 
 import numpy as np
 import pytest
@@ -214,36 +213,6 @@ def test_module_names_match_keras():
     assert keratron.applications.inception_resnet_v2 is inception_resnet_v2
     assert keratron.applications.InceptionResNetV2 is inception_resnet_v2.InceptionResNetV2
     assert "InceptionResNetV2" in keratron.applications.__all__
-
-
-@pytest.mark.interop
-@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
-def test_preprocess_input_matches_keras(data_format, rng):
-    keras = require("keras")
-    reference = keras.applications.inception_resnet_v2.preprocess_input
-    ours = inception_resnet_v2.preprocess_input
-    for shape in [(2, 5, 4, 3), (5, 4, 3)]:
-        if data_format == "channels_first":
-            shape = shape[:-3] + (3,) + shape[-3:-1]
-        x = rng.uniform(0, 255, shape).astype("float32")
-        ref = reference(x.copy(), data_format=data_format)
-        np.testing.assert_allclose(ours(x.copy(), data_format=data_format), ref, atol=1e-5)
-        tensor = ours(keratron.convert_to_tensor(x), data_format=data_format)
-        np.testing.assert_allclose(tensor.numpy(), ref, rtol=1e-5, atol=1e-4)
-
-
-@pytest.mark.interop
-def test_decode_predictions_matches_keras(rng, monkeypatch):
-    keras = require("keras")
-    from keras.src.applications import imagenet_utils as kiu
-
-    with open(imagenet_utils.CLASS_INDEX_PATH, encoding="utf-8") as f:
-        monkeypatch.setattr(kiu, "CLASS_INDEX", json.load(f))  # no download in Keras
-    preds = rng.uniform(size=(3, 1000)).astype("float32")
-    ref = keras.applications.inception_resnet_v2.decode_predictions(preds, top=4)
-    out = inception_resnet_v2.decode_predictions(preds, top=4)
-    assert [[e[:2] for e in r] for r in out] == [[e[:2] for e in r] for r in ref]
-    assert [[float(e[2]) for e in r] for r in out] == [[float(e[2]) for e in r] for r in ref]
 
 
 # ------------------------------------------------------------------- argument rules
