@@ -20,28 +20,9 @@ from keratron.applications import imagenet_utils, resnet
 
 __all__ = ["ResNet50V2", "ResNet101V2", "ResNet152V2", "decode_predictions", "preprocess_input"]
 
-_BN_EPSILON = 1.001e-5
-
-_ARGS_DOC = """
-    Args:
-        include_top: whether to end with global average pooling and the dense classifier.
-        weights: None, "imagenet", or the path of a weight file.
-        input_tensor: optional symbolic tensor to use as the image input.
-        input_shape: (rows, cols, 3) for channels_last; only without the top (the top needs
-            224x224). At least 32x32.
-        pooling: without the top, None (4D features), "avg" or "max" (global pooling).
-        classes: number of classes of the top (1000 for ImageNet weights).
-        classifier_activation: activation of the top; None returns logits. Pretrained
-            weights allow only None and "softmax".
-        name: model name.
-
-    Returns:
-        A functional `keratron.Model`.
-
-    Raises:
-        ValueError: for invalid `weights`, `classes`, `input_shape` or
-            `classifier_activation` combinations.
-"""
+# The same batch-norm epsilon and argument documentation as ResNet (V1).
+_BN_EPSILON = resnet._BN_EPSILON
+_ARGS_DOC = resnet._ARGS_DOC
 
 
 def _residual_block_v2(x, filters, kernel_size=3, stride=1, conv_shortcut=False, name=None):
