@@ -54,6 +54,36 @@ def _masked_softmax(scores, mask, axis, zero_masked=True):
     return ops.where(mask, weights, 0.0) if zero_masked else weights
 
 
+def _combined_mask(
+    query, value, query_mask, value_mask, key_mask, attention_mask, use_causal_mask, sliding_window
+):
+    """The (B, T, S) boolean mask of an attention call: the inputs' masks, the causal and
+    sliding-window masks, and the explicit `attention_mask`, combined (None: no mask)."""
+    auto = None
+
+    def both(a, b):
+        return b if a is None else ops.logical_and(a, b)
+
+    if query_mask is not None:
+        auto = ops.expand_dims(ops.cast(query_mask, "bool"), -1)  # (B, T, 1)
+    for m in (value_mask, key_mask):
+        if m is not None:
+            auto = both(auto, ops.expand_dims(ops.cast(m, "bool"), -2))  # (B, 1, S)
+    q_len, v_len = query.shape[1], value.shape[1]
+    if use_causal_mask:
+        auto = both(auto, _causal_mask(q_len, v_len))
+    if sliding_window is not None:
+        rows = ops.expand_dims(ops.arange(q_len, dtype="int32"), -1)
+        cols = ops.expand_dims(ops.arange(v_len, dtype="int32"), 0)
+        near = ops.less(ops.abs(ops.subtract(rows, cols)), sliding_window)
+        auto = both(auto, ops.expand_dims(near, 0))
+    if attention_mask is not None:
+        attention_mask = ops.cast(ops.convert_to_tensor(attention_mask), "bool")
+    if auto is None:
+        return attention_mask
+    return auto if attention_mask is None else ops.logical_and(attention_mask, auto)
+
+
 def _causal_mask(q_len, v_len):
     """(1, q_len, v_len): query step i sees value steps 0..i."""
     rows = ops.expand_dims(ops.arange(q_len, dtype="int32"), -1)
@@ -473,29 +503,16 @@ class MultiHeadAttention(Layer):
     def _compute_attention_mask(
         self, query, value, query_mask, value_mask, key_mask, attention_mask, use_causal_mask
     ):
-        auto = None
-
-        def both(a, b):
-            return b if a is None else ops.logical_and(a, b)
-
-        if query_mask is not None:
-            auto = ops.expand_dims(ops.cast(query_mask, "bool"), -1)  # (B, T, 1)
-        for m in (value_mask, key_mask):
-            if m is not None:
-                auto = both(auto, ops.expand_dims(ops.cast(m, "bool"), -2))  # (B, 1, S)
-        q_len, v_len = query.shape[1], value.shape[1]
-        if use_causal_mask:
-            auto = both(auto, _causal_mask(q_len, v_len))
-        if self._sliding_window is not None:
-            rows = ops.expand_dims(ops.arange(q_len, dtype="int32"), -1)
-            cols = ops.expand_dims(ops.arange(v_len, dtype="int32"), 0)
-            near = ops.less(ops.abs(ops.subtract(rows, cols)), self._sliding_window)
-            auto = both(auto, ops.expand_dims(near, 0))
-        if attention_mask is not None:
-            attention_mask = ops.cast(ops.convert_to_tensor(attention_mask), "bool")
-        if auto is None:
-            return attention_mask
-        return auto if attention_mask is None else ops.logical_and(attention_mask, auto)
+        return _combined_mask(
+            query,
+            value,
+            query_mask,
+            value_mask,
+            key_mask,
+            attention_mask,
+            use_causal_mask,
+            self._sliding_window,
+        )
 
     def _compute_attention(
         self, query, key, value, attention_mask=None, training=None, return_scores=False

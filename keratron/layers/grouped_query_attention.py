@@ -12,7 +12,12 @@ import numpy as np
 from keratron import ops
 from keratron import random as kt_random
 from keratron.layers import constraints, initializers, regularizers
-from keratron.layers.attention import _causal_mask, _check_rate, _masked_softmax, _serialize
+from keratron.layers.attention import (
+    _check_rate,
+    _combined_mask,
+    _masked_softmax,
+    _serialize,
+)
 from keratron.layers.core import EinsumDense
 from keratron.layers.layer import Layer
 from keratron.layers.layer import who as _who
@@ -191,33 +196,6 @@ class GroupedQueryAttention(Layer):
                 f"key_shape={key_shape}"
             )
 
-    def _attention_mask(
-        self, query, value, query_mask, value_mask, key_mask, attention_mask, use_causal_mask
-    ):
-        auto = None
-
-        def both(a, b):
-            return b if a is None else ops.logical_and(a, b)
-
-        if query_mask is not None:
-            auto = ops.expand_dims(ops.cast(query_mask, "bool"), -1)  # (B, T, 1)
-        for m in (value_mask, key_mask):
-            if m is not None:
-                auto = both(auto, ops.expand_dims(ops.cast(m, "bool"), -2))  # (B, 1, S)
-        q_len, v_len = query.shape[1], value.shape[1]
-        if use_causal_mask:
-            auto = both(auto, _causal_mask(q_len, v_len))
-        if self.sliding_window is not None:
-            rows = ops.expand_dims(ops.arange(q_len, dtype="int32"), -1)
-            cols = ops.expand_dims(ops.arange(v_len, dtype="int32"), 0)
-            near = ops.less(ops.abs(ops.subtract(rows, cols)), self.sliding_window)
-            auto = both(auto, ops.expand_dims(near, 0))
-        if attention_mask is not None:
-            attention_mask = ops.cast(ops.convert_to_tensor(attention_mask), "bool")
-        if auto is None:
-            return attention_mask
-        return auto if attention_mask is None else ops.logical_and(attention_mask, auto)
-
     def call(
         self,
         query,
@@ -245,8 +223,15 @@ class GroupedQueryAttention(Layer):
             value_mask = getattr(value, "_keras_mask", None)
         if key_mask is None and key is not value:
             key_mask = getattr(key, "_keras_mask", None)
-        mask = self._attention_mask(
-            query, value, query_mask, value_mask, key_mask, attention_mask, use_causal_mask
+        mask = _combined_mask(
+            query,
+            value,
+            query_mask,
+            value_mask,
+            key_mask,
+            attention_mask,
+            use_causal_mask,
+            self.sliding_window,
         )
         gate = self._gate_dense(query) if self._gate_dense is not None else None
         q = self._query_dense(query)
