@@ -5,6 +5,7 @@
 from keratron.ops import _dispatch  # noqa: F401  (installs the executor)
 from keratron.ops.elementwise import *  # noqa: F403
 from keratron.ops.shaping import *  # noqa: F403
+from keratron.ops.sorting import *  # noqa: F403
 from keratron.ops.reduction import *  # noqa: F403
 from keratron.ops.creation import *  # noqa: F403
 from keratron.ops.linalg import *  # noqa: F403

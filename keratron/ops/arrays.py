@@ -64,13 +64,15 @@ from keratron.ops.shaping import (
     moveaxis,
     pad,
     reshape,
-    searchsorted,
     split,
     squeeze,
     stack,
     take_p,
-    top_k,
     transpose,
+)
+from keratron.ops.sorting import (
+    searchsorted,
+    top_k,
 )
 
 __all__ = [
@@ -700,7 +702,7 @@ def argpartition(x, kth, axis=-1):
         >>> keratron.ops.argpartition([3, 1, 2], 1).numpy()
         array([1, 2, 0], dtype=int32)
     """
-    from keratron.ops.shaping import argsort
+    from keratron.ops.sorting import argsort
 
     x = as_tensor(x)
     if axis is None:

@@ -25,9 +25,6 @@ from keratron.ops.segment import (  # noqa: F401
     segment_prod,
     segment_sum,
 )
-from keratron.ops.shaping import (  # noqa: F401
-    top_k,
-)
 from keratron.ops.signal import (  # noqa: F401
     extract_sequences,
     fft,
@@ -37,6 +34,9 @@ from keratron.ops.signal import (  # noqa: F401
     istft,
     rfft,
     stft,
+)
+from keratron.ops.sorting import (  # noqa: F401
+    top_k,
 )
 
 __all__ = [

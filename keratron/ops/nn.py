@@ -81,12 +81,14 @@ from keratron.ops.shaping import (
     get_item,
     moveaxis,
     reshape,
-    sort,
     squeeze,
     stack,
     take_p,
     transpose,
     tril,
+)
+from keratron.ops.sorting import (
+    sort,
 )
 from keratron.ops.xent import *  # noqa: F403
 

@@ -199,7 +199,6 @@ from keratron.ops.reduction import (  # noqa: F401
     var,
 )
 from keratron.ops.shaping import (  # noqa: F401
-    argsort,
     array_split,
     broadcast_to,
     concatenate,
@@ -218,9 +217,7 @@ from keratron.ops.shaping import (  # noqa: F401
     repeat,
     reshape,
     roll,
-    searchsorted,
     size,
-    sort,
     split,
     squeeze,
     stack,
@@ -233,6 +230,11 @@ from keratron.ops.shaping import (  # noqa: F401
     tril,
     triu,
     vstack,
+)
+from keratron.ops.sorting import (  # noqa: F401
+    argsort,
+    searchsorted,
+    sort,
 )
 
 __all__ = [

@@ -41,8 +41,10 @@ from keratron.ops.shaping import (
     gather_p,
     moveaxis,
     reshape,
-    sort,
     transpose,
+)
+from keratron.ops.sorting import (
+    sort,
 )
 
 __all__ = [

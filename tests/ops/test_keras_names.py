@@ -96,13 +96,13 @@ def test_pure_namespaces_hold_exactly_keras_names(name):
 
 
 def test_family_modules_import_one_way():
-    """`_core -> elementwise -> shaping -> reduction -> creation -> linalg -> ...`: a family
-    module imports only families before it at module level."""
+    """`_core -> elementwise -> shaping -> sorting -> reduction -> creation -> linalg -> ...`:
+    a family module imports only families before it at module level."""
     import ast
     import pathlib
 
     order = [
-        "_core", "elementwise", "shaping", "reduction", "creation", "linalg", "arrays",
+        "_core", "elementwise", "shaping", "sorting", "reduction", "creation", "linalg", "arrays",
         "segment", "nn", "signal", "core", "image",
     ]  # fmt: skip
     root = pathlib.Path(kt.ops.__file__).parent
