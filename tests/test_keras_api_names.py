@@ -18,6 +18,7 @@ NAMESPACES = [
     "preprocessing",
     "saving",
     "utils",
+    "utils.bounding_boxes",
     "config",
     "callbacks",
     "losses",
@@ -84,7 +85,7 @@ MISSING = {
         "wrappers",
     ],
     "saving": ["KerasFileEditor"],
-    "utils": ["bounding_boxes", "legacy"],
+    "utils": ["legacy"],
     "optimizers": ["legacy"],
 }
 

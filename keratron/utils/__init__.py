@@ -6,6 +6,7 @@ from keratron.config import (
     enable_interactive_logging,
     is_interactive_logging_enabled,
 )
+from keratron.utils import bounding_boxes  # noqa: F401  (keras.utils.bounding_boxes)
 from keratron.utils.config import Config
 from keratron.utils.data_utils import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from keratron.utils.file_utils import get_file

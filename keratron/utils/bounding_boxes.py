@@ -306,8 +306,8 @@ def clip_to_image_size(bounding_boxes, height=None, width=None, bounding_box_for
     labels = bounding_boxes.get("labels")
     base = "rel_xyxy" if relative else "xyxy"
     if fmt != base:
-        # Relative boxes convert among themselves without the image size.
-        boxes = convert_format(boxes, fmt, base, height, width)
+        # Both formats are relative, or both absolute: no image size enters the conversion.
+        boxes = _convert(ops.cast(boxes, "float32"), fmt, base, None, None)
     if relative:
         high_x = high_y = 1.0
     else:
@@ -322,7 +322,7 @@ def clip_to_image_size(bounding_boxes, height=None, width=None, bounding_box_for
     if labels is not None:
         labels = ops.where(_xyxy_area(boxes) > 0, labels, -1)
     if fmt != base:
-        boxes = convert_format(boxes, base, fmt, height, width)
+        boxes = _convert(boxes, base, fmt, None, None)
     result = dict(bounding_boxes)
     result["boxes"] = boxes
     if labels is not None:
