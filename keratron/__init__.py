@@ -22,6 +22,8 @@ from keratron.autodiff import (
     stop_gradient,
 )
 from keratron.autodiff.function import function
+from keratron.autodiff.remat import RematScope, remat
+from keratron.autodiff.scopes import StatelessScope, SymbolicScope
 from keratron.config import device
 from keratron import ops  # noqa: E402
 from keratron import random  # noqa: E402
@@ -127,8 +129,11 @@ __all__ = [
     "Function",
     "Initializer",
     "Regularizer",
+    "RematScope",
     "Model",
     "Sequential",
+    "StatelessScope",
+    "SymbolicScope",
     "Tensor",
     "Variable",
     "activations",
@@ -161,6 +166,7 @@ __all__ = [
     "preprocessing",
     "random",
     "regularizers",
+    "remat",
     "saved_model",
     "saving",
     "stop_gradient",

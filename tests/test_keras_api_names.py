@@ -73,14 +73,10 @@ RAISING_STUBS = [
 MISSING = {
     "": [
         "Quantizer",
-        "RematScope",
-        "StatelessScope",
-        "SymbolicScope",
         "distillation",
         "export",
         "legacy",
         "quantizers",
-        "remat",
         "visualization",
         "wrappers",
     ],

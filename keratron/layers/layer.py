@@ -18,6 +18,7 @@ import torch
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
+from keratron.autodiff.remat import get_current_remat_mode, rematerialized_call
 from keratron.autodiff.tensor import (
     Tensor,
     Variable,
@@ -306,6 +307,9 @@ class Layer:
             batch_shape = (kwargs.get("batch_size"),) + tuple(input_shape)
         self._batch_input_shape_arg = tuple(batch_shape) if batch_shape is not None else None
         self._initial_weights = kwargs.get("weights")
+        # The RematScope around the layer's construction decides whether its calls
+        # rematerialise (as in Keras, where Operation.__init__ reads it).
+        self._remat_mode = get_current_remat_mode()
 
     def _init_tracking(self):
         d = self.__dict__
@@ -658,8 +662,12 @@ class Layer:
             self._clear_losses()
         if training is not None:
             _ctx.training = training
+        # (5) call; under a RematScope, through remat (its backward recomputes it)
+        call = self.call
+        if getattr(self, "_remat_mode", None) is not None:
+            call = rematerialized_call(self, call, args, kwargs)
         try:
-            outputs = self.call(*args, **kwargs)
+            outputs = call(*args, **kwargs)
         finally:
             _ctx.entry, _ctx.training = saved
         # (6) output mask, activity regularization
