@@ -121,8 +121,9 @@ class _Lowering:
         getattr(storage, mode)(value)
         return storage
 
-    def effect(self, fn, inputs) -> None:
-        self.trace.graph.record_effect(fn, inputs)
+    def effect(self, fn, inputs, variables=()) -> None:
+        """Runs `fn(*input values)` at this point of every run; it may write `variables`."""
+        self.trace.graph.record_effect(fn, inputs, variables)
 
 
 class _Plan:

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import torch
+
 from keratron import ops as kops
+from keratron.autodiff.tensor import mark_written
 from keratron.compat.v1 import array_ops, math_ops
 from keratron.compat.v1 import variables as variables_lib
 from keratron.compat.v1.checkpoint import Checkpoint, CheckpointManager
@@ -227,6 +231,16 @@ class Optimizer:
         gv = self.compute_gradients(loss, var_list=var_list, grad_loss=grad_loss)
         return self.apply_gradients(gv, global_step=global_step, name=name)
 
+    def _lower(self, ctx, var, g, hs, names):
+        """The update of `var` as graph ops: `_rule` on the values read, assigned back."""
+        slots = {name: table[var] for name, table in self._slots.items()}
+        h = {k: kops.cast(x, g.dtype) for k, x in zip(names, hs)}
+        s = {k: ctx.read(sv) for k, sv in slots.items()}
+        new_w, new_s = self._rule(ctx.read(var), g, s, h, ctx)
+        for k, value in new_s.items():
+            ctx.assign(slots[k], value, "assign")
+        return ctx.assign(var, new_w, "assign")
+
     # ---- per-optimizer parts
     def _create_non_slots(self, var_list) -> None:
         pass
@@ -235,18 +249,10 @@ class Optimizer:
         return updates
 
     def _apply(self, grad, var, hyper):
-        slots = {name: table[var] for name, table in self._slots.items()}
         names = list(hyper)
-        rule = self._rule
 
         def lower(ctx, g, *hs):
-            h = {k: kops.cast(x, g.dtype) for k, x in zip(names, hs)}
-            s = {k: ctx.read(sv) for k, sv in slots.items()}
-            w = ctx.read(var)
-            new_w, new_s = rule(w, g, s, h, ctx)
-            for k, value in new_s.items():
-                ctx.assign(slots[k], value, "assign")
-            return ctx.assign(var, new_w, "assign")
+            return self._lower(ctx, var, g, hs, names)
 
         op_type = "Apply" + type(self).__name__.replace("Optimizer", "")
         with op_scope(None, op_type) as scope:
@@ -296,6 +302,33 @@ class MomentumOptimizer(Optimizer):
         return w - lr * accum, {"momentum": accum}
 
 
+# Dtypes torch's fused CPU Adam kernel takes.
+_FUSED_DTYPES = (torch.float32, torch.float64)
+
+
+def _fused_adam(w, m, v, g, lr, beta1, beta2, epsilon, beta1_power, beta2_power):
+    """TF1's ApplyAdam on the storage of `w`, `m`, `v` in one pass of torch's fused kernel.
+
+    The kernel computes `lr' / c1 * m / (sqrt(v) / sqrt(c2) + eps')` with its own bias
+    corrections `c = 1 - beta^step` (in float64, from the step it is given: 1 here). Handing
+    it `lr' = lr_t * c1 / sqrt(c2)` and `eps' = eps / sqrt(c2)` leaves TF1's
+    `lr_t * m / (sqrt(v) + eps)`, with TF1's `lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)`
+    computed at the variable's precision from the beta powers the graph keeps.
+    """
+    f = np.float32 if w.dtype == torch.float32 else np.float64
+    b1, b2 = float(beta1), float(beta2)
+    lr_t = f(float(lr)) * np.sqrt(f(1) - f(float(beta2_power))) / (f(1) - f(float(beta1_power)))
+    c1, c2 = 1.0 - b1, 1.0 - b2
+    values = [x._value for x in (w, m, v)]
+    torch._fused_adam_(
+        [values[0]], [g.contiguous()], [values[1]], [values[2]], [],
+        [torch.tensor(1.0)],
+        lr=float(lr_t) * c1 / math.sqrt(c2), beta1=b1, beta2=b2, weight_decay=0.0,
+        eps=float(epsilon) / math.sqrt(c2), amsgrad=False, maximize=False,
+    )  # fmt: skip
+    mark_written([w, m, v])
+
+
 class AdamOptimizer(Optimizer):
     """TF1's Adam: `lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)`,
     `var -= lr_t * m / (sqrt(v) + epsilon)`; slots m, v start at 0; `beta1_power` and
@@ -339,6 +372,20 @@ class AdamOptimizer(Optimizer):
         m = s["m"] + (g - s["m"]) * (1 - b1)
         v = s["v"] + (g * g - s["v"]) * (1 - b2)
         return w - lr_t * m / (kops.sqrt(v) + h["epsilon"]), {"m": m, "v": v}
+
+    def _lower(self, ctx, var, g, hs, names):
+        w = ctx.read(var)
+        value = w._value
+        if g.dtype != w.dtype or value.dtype not in _FUSED_DTYPES or value.device.type != "cpu":
+            return super()._lower(ctx, var, g, hs, names)
+        # One pass over the variable in torch's fused CPU Adam kernel instead of a dozen
+        # elementwise ops: the update is an effect of the graph that writes w, m and v.
+        m, v = ctx.read(self._slots["m"][var]), ctx.read(self._slots["v"][var])
+        h = dict(zip(names, hs))
+        inputs = [g, h["learning_rate"], h["beta1"], h["beta2"], h["epsilon"]]
+        inputs += [ctx.read(p) for p in self._get_beta_accumulators()]
+        ctx.effect(lambda *values: _fused_adam(w, m, v, *values), inputs, [w, m, v])
+        return w
 
     def _finish(self, updates, hyper):
         b1p, b2p = self._get_beta_accumulators()
