@@ -25,6 +25,10 @@ NAMESPACES = [
     "metrics",
     "optimizers",
     "optimizers.schedules",
+    "optimizers.legacy",
+    "legacy",
+    "legacy.saving",
+    "utils.legacy",
     "initializers",
     "regularizers",
     "constraints",
@@ -36,6 +40,7 @@ NAMESPACES = [
     "mixed_precision",
     "backend",
     "applications",
+    "quantizers",
 ]
 
 # Names keratron does not provide as Keras does, by design. Those that exist raise an error that
@@ -75,14 +80,10 @@ MISSING = {
         "Quantizer",
         "distillation",
         "export",
-        "legacy",
-        "quantizers",
         "visualization",
         "wrappers",
     ],
     "saving": ["KerasFileEditor"],
-    "utils": ["legacy"],
-    "optimizers": ["legacy"],
 }
 
 

@@ -151,7 +151,7 @@ class Int4QuantizationConfig(QuantizationConfig):
                 f"quantization, or remove the quantizers. Received: block_size={block_size}"
             )
         if weight_quantizer is not None:
-            if weight_quantizer.value_range != (-8, 7):
+            if tuple(weight_quantizer.value_range) != (-8, 7):
                 raise ValueError(
                     "Int4QuantizationConfig requires a weight_quantizer with "
                     f"value_range=(-8, 7). Received: value_range={weight_quantizer.value_range}"

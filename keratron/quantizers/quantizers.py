@@ -348,6 +348,15 @@ class AbsMaxQuantizer(Quantizer):
             x, axis, self.value_range, self.output_dtype, self.epsilon, to_numpy
         )
 
+    @classmethod
+    def from_config(cls, config):
+        # A config read from JSON holds lists: the range is a tuple again, as written. (Keras
+        # keeps the list, and then refuses it in an Int4QuantizationConfig.)
+        config = dict(config)
+        if isinstance(config.get("value_range"), list):
+            config["value_range"] = tuple(config["value_range"])
+        return cls(**config)
+
     def get_config(self):
         config = {
             "value_range": self.value_range,
