@@ -41,6 +41,9 @@ from keratron import layers  # noqa: E402
 from keratron import callbacks  # noqa: E402
 from keratron import models  # noqa: E402
 from keratron import saving  # noqa: E402
+from keratron import legacy  # noqa: E402
+from keratron.optimizers import legacy as _optimizers_legacy  # noqa: E402, F401
+from keratron.utils import legacy as _utils_legacy  # noqa: E402
 from keratron import preprocessing  # noqa: E402
 from keratron import applications  # noqa: E402
 from keratron import estimator, feature_column, saved_model  # noqa: E402
@@ -93,6 +96,13 @@ _install(
         "split_dataset": preprocessing.split_dataset,
         "text_dataset_from_directory": preprocessing.text_dataset_from_directory,
         "timeseries_dataset_from_array": preprocessing.timeseries_dataset_from_array,
+    },
+)
+_install(
+    _utils_legacy,
+    {
+        "deserialize_keras_object": legacy.saving.deserialize_keras_object,
+        "serialize_keras_object": legacy.saving.serialize_keras_object,
     },
 )
 _install(
@@ -156,6 +166,7 @@ __all__ = [
     "initializers",
     "is_tensor",
     "layers",
+    "legacy",
     "losses",
     "metrics",
     "mixed_precision",
