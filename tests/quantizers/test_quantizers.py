@@ -319,3 +319,69 @@ def test_int4_packing_rejects_wrong_dtypes():
         q.pack_int4(np.zeros((2, 2), "int8"), dtype="int16")
     with pytest.raises(TypeError, match="int8 or uint8"):
         q.unpack_int4(np.zeros((2, 2), "int32"), 4)
+
+
+_TF_FAKE_QUANT = """
+import sys
+import numpy as np
+import tensorflow as tf
+
+data = dict(np.load(sys.argv[1]))
+out = {}
+for name in ("tensor", "channel"):
+    x, mn, mx, up = (tf.Variable(data[f"{name}_{k}"]) for k in ("x", "min", "max", "up"))
+    with tf.GradientTape() as tape:
+        if name == "tensor":
+            y = tf.quantization.fake_quant_with_min_max_vars(x, mn, mx, num_bits=5)
+        else:  # channel axis 1: moved last, as Keras's TensorFlow backend does
+            y = tf.quantization.fake_quant_with_min_max_vars_per_channel(
+                tf.transpose(x, [0, 2, 1]), mn, mx, num_bits=8, narrow_range=True
+            )
+            y = tf.transpose(y, [0, 2, 1])
+        loss = tf.reduce_sum(y * up)
+    grads = tape.gradient(loss, [x, mn, mx])
+    for key, value in zip(("y", "gx", "gmin", "gmax"), [y, *grads]):
+        out[f"{name}_{key}"] = value.numpy()
+np.savez(sys.argv[2], **out)
+"""
+
+
+@pytest.mark.slow
+def test_fake_quant_values_and_gradients_match_tensorflow(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import require_installed
+
+    require_installed("tensorflow")
+    rng = np.random.default_rng(12)
+    data = {
+        "tensor_x": rng.uniform(-3, 3, size=(4, 5)).astype("float32"),
+        "tensor_min": np.array(-0.77, "float32"),
+        "tensor_max": np.array(1.9, "float32"),
+        "channel_x": rng.uniform(-3, 3, size=(2, 3, 4)).astype("float32"),
+        "channel_min": np.array([-1.0, 0.4, -2.3], "float32"),
+        "channel_max": np.array([1.5, 2.0, -0.2], "float32"),
+    }
+    data["tensor_up"] = rng.normal(size=(4, 5)).astype("float32")
+    data["channel_up"] = rng.normal(size=(2, 3, 4)).astype("float32")
+    np.savez(tmp_path / "in.npz", **data)
+    proc = subprocess.run(
+        [sys.executable, "-c", _TF_FAKE_QUANT, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
+        # TensorFlow loads Keras, which on the torch backend loads Triton: both bundle LLVM.
+        env=dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tf_out = np.load(tmp_path / "out.npz")
+    cases = {
+        "tensor": dict(num_bits=5),
+        "channel": dict(num_bits=8, narrow_range=True, axis=1),
+    }
+    for name, kwargs in cases.items():
+        ours = _our_fake_quant(*(data[f"{name}_{k}"] for k in ("x", "min", "max", "up")), **kwargs)
+        for key, value in zip(("y", "gx", "gmin", "gmax"), ours):
+            np.testing.assert_allclose(value, tf_out[f"{name}_{key}"], rtol=1e-5, atol=1e-6)
