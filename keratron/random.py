@@ -697,8 +697,8 @@ def _param_tensor(v, dtype, device) -> Tensor:
 
 def _check_broadcast(op, arg, value, shape):
     try:
-        ok = torch.broadcast_shapes(tuple(value.shape), shape) == shape
-    except RuntimeError:
+        ok = np.broadcast_shapes(tuple(value.shape), shape) == shape
+    except ValueError:
         ok = False
     if not ok:
         raise ValueError(

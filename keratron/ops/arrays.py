@@ -182,9 +182,7 @@ def cross(x1, x2, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         a2 = comp(a, 2)
         x, y = negative(multiply(a2, b1)), multiply(a2, b0)
-    x, y, z = (
-        broadcast_to(t, torch.broadcast_shapes(x.shape, y.shape, z.shape)) for t in (x, y, z)
-    )
+    x, y, z = (broadcast_to(t, np.broadcast_shapes(x.shape, y.shape, z.shape)) for t in (x, y, z))
     out = stack([x, y, z], axis=-1)
     return moveaxis(out, -1, canonical_axis(axisc, out.ndim, "cross"))
 

@@ -670,7 +670,7 @@ def vectorize(pyfunc, *, excluded=None, signature=None):
                         f"{sizes[name]} and {dim}."
                     )
             loop_shapes.append(t.shape[: t.ndim - len(c)])
-        loop = tuple(torch.broadcast_shapes(*loop_shapes)) if loop_shapes else ()
+        loop = tuple(np.broadcast_shapes(*loop_shapes)) if loop_shapes else ()
         count = int(np.prod(loop)) if loop else 1
         if count == 0:
             raise ValueError("vectorize: the loop shape is empty; there is nothing to call.")

@@ -241,12 +241,10 @@ def matmul(x1, x2):
             "matmul: the last axis of x1 must match the second-to-last axis of x2. "
             f"Received shapes {x1.shape} and {x2.shape}."
         )
-    try:
-        torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except RuntimeError as e:
+    if rules.broadcast_shapes(a.shape[:-2], b.shape[:-2]) is None:
         raise ValueError(
             f"matmul: batch dimensions do not broadcast. Received shapes {x1.shape} and {x2.shape}."
-        ) from e
+        )
     y = matmul_p.bind(a, b, None, activation=None)
     if x1.ndim == 1 and x2.ndim == 1:
         return reshape(y, ())

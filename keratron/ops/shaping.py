@@ -1143,18 +1143,16 @@ def take_along_axis(x, indices, axis=None):
             f"{x.shape} and indices of shape {idx.shape}."
         )
     axis = canonical_axis(axis, x.ndim, "take_along_axis")
-    try:
-        common = list(
-            torch.broadcast_shapes(
-                tuple(1 if i == axis else d for i, d in enumerate(x.shape)),
-                tuple(1 if i == axis else d for i, d in enumerate(idx.shape)),
-            )
-        )
-    except RuntimeError as e:
+    common = rules.broadcast_shapes(
+        tuple(1 if i == axis else d for i, d in enumerate(x.shape)),
+        tuple(1 if i == axis else d for i, d in enumerate(idx.shape)),
+    )
+    if common is None:
         raise ValueError(
             f"take_along_axis: x of shape {x.shape} and indices of shape {idx.shape} do not "
             f"broadcast on the axes other than {axis}."
-        ) from e
+        )
+    common = list(common)
     _check_range(
         idx, x.shape[axis], "take_along_axis", f"axis {axis} of a tensor of shape {x.shape}"
     )
@@ -1398,11 +1396,10 @@ def _parse_key(x, key):
     if has_arrays:
         # numpy treats integers next to index arrays as index arrays (this decides where the
         # indexed axes go); torch treats them as basic indices, so make them arrays.
-        try:
-            bshape = torch.broadcast_shapes(*(t.shape for t in idx)) if idx else ()
-        except RuntimeError as e:
+        bshape = rules.broadcast_shapes(*(t.shape for t in idx)) if idx else ()
+        if bshape is None:
             shapes = [t.shape for t in idx]
-            raise _key_error(x, key, f"index arrays of shapes {shapes} do not broadcast") from e
+            raise _key_error(x, key, f"index arrays of shapes {shapes} do not broadcast")
         if bshape:
             for i, e in enumerate(entries):
                 if isinstance(e, int) and not isinstance(e, bool):

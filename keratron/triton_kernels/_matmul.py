@@ -33,6 +33,7 @@ import functools
 import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -542,7 +543,7 @@ def matmul_route(x, w, b, activation):
     if x.dim() < 2:
         raise NotImplementedError(f"a rank-1 x with a batched w of shape {tuple(w.shape)}")
     m = x.shape[-2]
-    batch_shape = torch.broadcast_shapes(x.shape[:-2], w.shape[:-2])
+    batch_shape = np.broadcast_shapes(x.shape[:-2], w.shape[:-2])
     nbatch = math.prod(batch_shape)
     if nbatch > _MAX_BATCH_GRID:
         raise NotImplementedError(f"batch of {nbatch} matrices (grid limit {_MAX_BATCH_GRID})")
