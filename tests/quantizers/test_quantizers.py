@@ -46,8 +46,10 @@ def _data(shape, dtype, seed=0):
 @pytest.mark.parametrize("shape,axis", [((4, 5), -1), ((4, 5), 0), ((2, 3, 4), (0, 2)), ((6,), 0)])
 def test_abs_max_quantize_matches_keras(shape, axis, dtype):
     keras = _keras()
-    x, ours_in = _data(shape, dtype)
-    theirs_in = keras.ops.cast(x, dtype)
+    x, _ = _data(shape, dtype)
+    if dtype != "float16":  # float16's epsilon is too small: 127 / 1e-7 overflows to inf
+        x[..., :1] = 0.0  # an all-zero slice: epsilon keeps its scale finite
+    ours_in, theirs_in = kt.ops.cast(x, dtype), keras.ops.cast(x, dtype)
     for to_numpy in (False, True):
         if to_numpy and dtype == "bfloat16":
             continue  # numpy has no bfloat16 (Keras's torch tensors fail there too)
