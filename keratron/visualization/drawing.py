@@ -251,8 +251,10 @@ def draw_segmentation_masks(
         images: a batch of images, `(batch, height, width, channels)` (or channels first).
         segmentation_masks: integer class ids, `(batch, height, width, 1)` or
             `(batch, height, width)` (channels first: `(batch, 1, height, width)`).
-        num_classes: the number of classes. Defaults to the largest id in the masks (so, as
-            in Keras, pixels of that largest id are left uncoloured).
+        num_classes: the number of classes; ids from `num_classes` up are left uncoloured.
+            Defaults to the largest id in the masks plus one, so that every id is coloured
+            (Keras takes the largest id itself, which its torch backend rejects and its
+            TensorFlow and JAX backends leave uncoloured).
         color_mapping: a dict from each class id `0..num_classes - 1` to an RGB colour.
             Defaults to Keras's generated palette.
         alpha: the opacity of the colours when blending. Defaults to 0.8.
@@ -291,7 +293,7 @@ def draw_segmentation_masks(
     if masks.ndim == 4:
         masks = masks[..., 0]
     if num_classes is None:
-        num_classes = int(masks.max())
+        num_classes = int(masks.max()) + 1
     if color_mapping is None:
         colors = _color_palette(num_classes)
     else:
