@@ -48,6 +48,7 @@ from keratron import preprocessing  # noqa: E402
 from keratron import applications  # noqa: E402
 from keratron import estimator, feature_column, saved_model  # noqa: E402
 from keratron import distribute  # noqa: E402
+from keratron import export  # noqa: E402
 from keratron import distribution, dtype_policies  # noqa: E402
 from keratron.layers import Input, InputSpec, Layer  # noqa: E402
 from keratron.models import Model, Sequential  # noqa: E402
@@ -161,6 +162,7 @@ __all__ = [
     "distribution",
     "dtype_policies",
     "estimator",
+    "export",
     "feature_column",
     "function",
     "initializers",

@@ -29,6 +29,7 @@ NAMESPACES = [
     "legacy",
     "legacy.saving",
     "utils.legacy",
+    "export",
     "initializers",
     "regularizers",
     "constraints",
@@ -79,7 +80,6 @@ MISSING = {
     "": [
         "Quantizer",
         "distillation",
-        "export",
         "visualization",
         "wrappers",
     ],
