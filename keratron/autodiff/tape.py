@@ -304,7 +304,9 @@ class GradientTape:
                 g = engine.cast.bind(g, dtype=s._value.dtype)
             result.append(g)
         if not self._persistent:
-            self.reset()
+            # The records go; `watched_variables()` still answers afterwards, as in TF.
+            self._records.clear()
+            self._watched.clear()
         return tree.pack_sequence_as(sources, result)
 
     def _needed(self, sources) -> set:
