@@ -19,6 +19,7 @@ NAMESPACES = [
     "saving",
     "utils",
     "utils.bounding_boxes",
+    "visualization",
     "config",
     "callbacks",
     "losses",
@@ -80,7 +81,6 @@ MISSING = {
     "": [
         "Quantizer",
         "distillation",
-        "visualization",
         "wrappers",
     ],
     "saving": ["KerasFileEditor"],

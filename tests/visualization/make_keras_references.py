@@ -1,4 +1,5 @@
-"""Writes data/keras_draw_bounding_boxes.npz: Keras 3's `draw_bounding_boxes` outputs.
+"""Writes data/keras_draw_bounding_boxes.npz (Keras 3's `draw_bounding_boxes` outputs) and
+data/keras_bounding_box_gallery.npz (the images Keras's `plot_bounding_box_gallery` shows).
 
 Keras draws with OpenCV, which is not a test dependency, so its outputs are stored once:
 `KERAS_BACKEND=torch python -m tests.visualization.make_keras_references` with `cv2`
@@ -14,6 +15,7 @@ import os
 import numpy as np
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "keras_draw_bounding_boxes.npz")
+GALLERY_PATH = os.path.join(os.path.dirname(__file__), "data", "keras_bounding_box_gallery.npz")
 
 
 def _random_case(rng, fmt, keras):
@@ -75,6 +77,29 @@ def _call(keras, inputs, args):
     return keras.visualization.draw_bounding_boxes(inputs["images"], boxes, **args)
 
 
+def _gallery_reference(keras, rng):
+    """Keras's plot_bounding_box_gallery for 4 images: the arrays its axes show."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    images = (rng.integers(0, 4, (4, 24, 31, 3)) * 80).astype("uint8")
+    xy = rng.uniform(-4, 34, (2, 4, 3, 4)).astype("float32")
+    labels = rng.integers(-1, 3, (2, 4, 3))
+    keras.visualization.plot_bounding_box_gallery(
+        images,
+        "xyxy",
+        y_true={"boxes": xy[0], "labels": labels[0]},
+        y_pred={"boxes": xy[1], "labels": labels[1]},
+        legend=True,
+        show=False,
+    )
+    shown = np.stack([ax.images[0].get_array() for ax in plt.gcf().axes])
+    plt.close("all")
+    return dict(images=images, boxes=xy, labels=labels, shown=shown)
+
+
 def main():
     import cv2  # noqa: F401  (Keras's drawing needs it: fail here, not inside Keras)
     import keras
@@ -96,6 +121,8 @@ def main():
     os.makedirs(os.path.dirname(PATH), exist_ok=True)
     np.savez_compressed(PATH, **arrays)
     print(f"{len(cases)} cases written to {PATH}")
+    np.savez_compressed(GALLERY_PATH, **_gallery_reference(keras, rng))
+    print(f"the gallery written to {GALLERY_PATH}")
 
 
 if __name__ == "__main__":
