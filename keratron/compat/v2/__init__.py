@@ -18,9 +18,8 @@ Example:
 from __future__ import annotations
 
 import keratron as keras
-from keratron import data
-from keratron.autodiff import GradientTape, Tensor, custom_gradient, is_tensor
-from keratron.autodiff.function import function
+from keratron import data, estimator, feature_column
+from keratron.autodiff import GradientTape, Tensor, is_tensor
 from keratron.autodiff.tracing import is_tracing as _is_tracing
 from keratron.compat.v1 import errors
 from keratron.compat.v1.dtypes import (  # noqa: E402
@@ -39,6 +38,8 @@ from keratron.compat.v1.dtypes import (  # noqa: E402
 )
 from keratron.compat.v1.framework import DType, as_dtype
 from keratron.compat.v2 import debugging, linalg, math, nest, nn, random, train
+from keratron.compat.v2.function import custom_gradient, function
+from keratron.compat.v2.module import Module
 from keratron.compat.v2.ops import (
     abs,
     add,
@@ -46,6 +47,8 @@ from keratron.compat.v2.ops import (
     argmax,
     argmin,
     cast,
+    clip_by_global_norm,
+    clip_by_norm,
     clip_by_value,
     concat,
     constant,

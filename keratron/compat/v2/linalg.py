@@ -3,4 +3,4 @@
 # ruff: noqa: F401
 from __future__ import annotations
 
-from keratron.compat.v2.ops import l2_normalize, matmul, norm, transpose
+from keratron.compat.v2.ops import global_norm, l2_normalize, matmul, norm, transpose

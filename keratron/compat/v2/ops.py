@@ -298,6 +298,42 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None) -> Tensor:
     return kops.clip(convert_to_tensor(t), clip_value_min, clip_value_max)
 
 
+def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
+    """`tf.clip_by_norm`: `t * clip_norm / max(l2norm(t), clip_norm)` (norm over `axes`)."""
+    t = convert_to_tensor(t)
+    l2sum = kops.sum(kops.square(t), axis=_axis(axes), keepdims=True)
+    positive = kops.greater(l2sum, 0)
+    # The norm's gradient at a zero tensor is 0, as in TF, not the NaN of sqrt'(0).
+    l2norm = kops.where(positive, kops.sqrt(kops.where(positive, l2sum, 1.0)), l2sum)
+    clip_norm = kops.cast(clip_norm, t.dtype)
+    return kops.divide(kops.multiply(t, clip_norm), kops.maximum(l2norm, clip_norm))
+
+
+def global_norm(t_list, name=None) -> Tensor:
+    """`tf.linalg.global_norm`: the Euclidean norm of all the tensors together (None skipped)."""
+    sums = [kops.sum(kops.square(convert_to_tensor(t))) for t in t_list if t is not None]
+    return kops.sqrt(add_n(sums))
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """`tf.clip_by_global_norm`: scales every tensor by `clip_norm / max(global_norm,
+    clip_norm)`; returns `(clipped_list, global_norm)` (None entries stay None)."""
+    if isinstance(t_list, Tensor) or not isinstance(t_list, (list, tuple)):
+        raise TypeError(
+            f"tf.clip_by_global_norm: `t_list` should be a sequence. Received: {t_list!r}"
+        )
+    use_norm = global_norm(t_list) if use_norm is None else convert_to_tensor(use_norm)
+    clip_norm = kops.cast(clip_norm, use_norm.dtype)
+    scale = kops.multiply(clip_norm, kops.minimum(kops.divide(1.0, use_norm),
+                                                   kops.divide(1.0, clip_norm)))  # fmt: skip
+    scale = kops.where(kops.isfinite(use_norm), scale, float("nan"))
+    clipped = [
+        None if t is None else kops.multiply(convert_to_tensor(t), kops.cast(scale, t.dtype))
+        for t in t_list
+    ]
+    return clipped, use_norm
+
+
 def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None) -> Tensor:  # noqa: A002
     """`tf.norm`: the Euclidean norm over all entries (or `axis`) by default."""
     x = convert_to_tensor(tensor)
