@@ -300,6 +300,22 @@ def test_compute_iou_masking_matches_keras(batched, rng):
     assert (got.numpy()[..., 1, :] == -7).all()
 
 
+@pytest.mark.interop
+def test_compute_iou_masking_with_mixed_ranks(rng):
+    # Keras's masking fails for mixed ranks; keratron gives Keras's batched result.
+    _, kbb = _keras_bb()
+    boxes1, boxes2 = _xyxy(rng, (6,)), _xyxy(rng, (2, 4))
+    boxes1[1] = -1.0
+    boxes2[0, 3] = -1.0
+    batched1 = np.broadcast_to(boxes1, (2, 6, 4))
+    expected = _np(kbb.compute_iou(batched1, boxes2, "xyxy", use_masking=True))
+    got = bb.compute_iou(boxes1, boxes2, "xyxy", use_masking=True)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+    expected = _np(kbb.compute_iou(boxes2, batched1, "xyxy", use_masking=True))
+    got = bb.compute_iou(boxes2, boxes1, "xyxy", use_masking=True)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_compute_iou_errors():
     with pytest.raises(ValueError, match="boxes1"):
         bb.compute_iou(np.zeros((4,)), np.zeros((2, 4)), "xyxy")

@@ -79,6 +79,7 @@ def test_labels_are_drawn_where_keras_draws_them(i):
         assert 0.4 < len(ours) / len(theirs) < 1.5
 
 
+@pytest.mark.interop
 def test_live_against_keras_when_opencv_is_installed(rng):
     pytest.importorskip("cv2")
     keras = require("keras")
