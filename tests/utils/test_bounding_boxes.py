@@ -348,3 +348,24 @@ def test_compute_ciou_relative_with_image_shape(rng):
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="image_shape"):
         bb.compute_ciou(*rel, "rel_xywh")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("fn", ["compute_ciou", "compute_iou"])
+def test_gradients_match_keras_under_torch_autograd(fn, rng):
+    """The losses built on these (CIoU, IoU) train boxes: keratron's tape against torch's
+    autograd through Keras's function."""
+    _, kbb = _keras_bb()
+    torch = require("torch")
+    boxes1, boxes2 = _xyxy(rng, (5,)), _xyxy(rng, (5,))
+    boxes2[:2] = boxes1[:2] + 1.5  # overlapping pairs, so every term has a gradient
+
+    theirs = torch.tensor(boxes1, requires_grad=True)
+    torch.sum(getattr(kbb, fn)(theirs, torch.tensor(boxes2), "xywh")).backward()
+
+    ours = kt.Variable(boxes1)
+    with kt.GradientTape() as tape:
+        loss = kt.ops.sum(getattr(bb, fn)(ours, boxes2, "xywh"))
+    np.testing.assert_allclose(
+        tape.gradient(loss, ours).numpy(), theirs.grad.numpy(), rtol=1e-4, atol=1e-6
+    )
