@@ -140,12 +140,11 @@ class Functional(Model):
         def operation_fn(op):
             def run(*args, **kwargs):
                 # `training` reaches nested layers through the call context too; passing it
-                # explicitly keeps a model-level value over a layer's own default.
-                if (
-                    training is not None
-                    and "training" in getattr(op, "_call_params", {})
-                    and kwargs.get("training") is None
-                ):
+                # explicitly keeps a model-level value over a layer's own default. As in Keras 3,
+                # it also overrides a value recorded when the graph was built: a base model
+                # called with `training=False` runs in training mode under `fit` (its
+                # BatchNormalization too, once it is trainable again).
+                if training is not None and "training" in getattr(op, "_call_params", {}):
                     kwargs["training"] = training
                 return op(*args, **kwargs)
 
