@@ -879,6 +879,7 @@ class Iterator:
     def __init__(self, dataset: Dataset):
         self._dataset = dataset
         self._it = dataset._make_iterator()
+        self._position = 0  # elements given out so far (what a checkpoint saves)
 
     @property
     def element_spec(self):
@@ -888,10 +889,20 @@ class Iterator:
         return self
 
     def __next__(self):
-        return next(self._it)
+        element = next(self._it)
+        self._position += 1
+        return element
 
     def get_next(self):
-        return next(self._it)
+        return self.__next__()
+
+    def _seek(self, position: int) -> None:
+        """Restarts the pass and skips `position` elements: how a checkpointed iterator is
+        restored (the same elements follow when the pipeline's randomness is seeded)."""
+        self._it = self._dataset._make_iterator()
+        self._position = 0
+        for _ in range(position):
+            self.__next__()
 
 
 # ------------------------------------------------------------------------------- helpers
