@@ -83,7 +83,6 @@ MISSING = {
         "distillation",
         "wrappers",
     ],
-    "saving": ["KerasFileEditor"],
 }
 
 

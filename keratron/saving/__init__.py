@@ -24,11 +24,13 @@ from keratron.layers.serialization import (
     lookup_custom,
     register_keras_serializable,
 )
+from keratron.saving.file_editor import KerasFileEditor
 from keratron.saving.saving_api import load_model, load_weights, save_model, save_weights
 from keratron.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
 
 __all__ = [
     "CustomObjectScope",
+    "KerasFileEditor",
     "custom_object_scope",
     "deserialize_keras_object",
     "get_custom_objects",
