@@ -310,6 +310,14 @@ class ExportArchive:
                     "endpoint must return tensors (or a list / dict of them)."
                 )
         compiled = trace.compile(flat_out)
+        for node in compiled.graph.nodes:
+            if node.kind != "prim" or node.prim.effect:
+                what = node.prim.name if node.prim is not None else node.kind
+                raise ValueError(
+                    f"ExportArchive: endpoint '{name}' has a side effect ({what}): a serving "
+                    "endpoint must not update variables or draw random numbers (call layers "
+                    "with training=False)."
+                )
         input_names = [f"args_{i}" for i in range(len(placeholders))]
         keys = {f"output_{i}": i for i in range(len(flat_out))}
         signatures = {name: keys}

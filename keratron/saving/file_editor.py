@@ -218,7 +218,9 @@ class KerasFileEditor:
         Returns:
             `{"status": "success" | "error", "error_count": int, "match_count": int}`;
             each mismatch (an object or weight missing on one side, a shape that differs)
-            is printed.
+            is printed. Each weight counts once (Keras 3.15 adds its running totals twice
+            when it recurses into nested objects, so its counts are larger; the status is
+            the same).
         """
         print("Running comparison")
         ref = _weight_spec(reference_model)
@@ -285,6 +287,8 @@ class KerasFileEditor:
                 "Argument `target_name` should be a leaf name, not a full path name. "
                 f"Received: target_name='{target_name}'"
             )
+        # A name without '/' must occur once in the whole file (Keras 3.15 miscounts names
+        # followed by other objects and may call a unique name ambiguous; keratron does not).
         if "/" in source_name:
             elements = source_name.split("/")
             d = self.weights_dict

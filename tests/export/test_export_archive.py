@@ -97,6 +97,11 @@ def test_archive_errors(tmp_path):
         archive.add_variable_collection("c", [np.ones(2)])
     with pytest.raises(ValueError, match="Unsupported format"):
         kt.export.ExportArchive(format="onnx")
+    model = _model()
+    archive.add_endpoint("train", lambda x: model(x, training=True), [spec(shape=(None, 3))])
+    with pytest.raises(ValueError, match="endpoint 'train' has a side effect"):
+        archive.write_out(tmp_path / "effects", verbose=False)
+    assert not (tmp_path / "effects").exists()
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "keep.txt").write_text("mine")
