@@ -938,6 +938,10 @@ def _run_filled(layer, args, kwargs, fill):
         return run("cpu", 2 if fill == 83 else 3)
 
 
+# Keras's op modules (keras.src.ops.<name>), the order a plain op name is looked up in.
+_KERAS_OP_NAMESPACES = ("numpy", "nn", "math", "linalg", "image", "core")
+
+
 class TensorOpLayer(Layer):
     """Wraps one `keratron.ops` function so that operators and ops on KerasTensors (`x * 2`,
     `x[:, 0]`) become nodes of a functional graph.
@@ -949,14 +953,15 @@ class TensorOpLayer(Layer):
     """
 
     def __init__(self, fn_name, fn_kwargs=None, **kwargs):
-        super().__init__(name=kwargs.pop("name", None) or unique_object_name(fn_name), **kwargs)
+        name = kwargs.pop("name", None) or unique_object_name(fn_name.split(".")[-1])
+        super().__init__(name=name, **kwargs)
         self.fn_name = fn_name
         self.fn_kwargs = dict(fn_kwargs or {})
 
     @property
     def keras_class_name(self) -> str:
         """The Keras 3 op class of this call ("Add" for `add`, "TrueDivide" for `true_divide`)."""
-        return "".join(part.capitalize() for part in self.fn_name.split("_"))
+        return "".join(part.capitalize() for part in self.fn_name.split(".")[-1].split("_"))
 
     def call(self, *args):
         from keratron import ops
@@ -965,7 +970,10 @@ class TensorOpLayer(Layer):
             # A saved tuple key comes back from JSON as a list: `x[:, 0]`, not `x[[:, 0]]`.
             if any(k is None or k is Ellipsis or isinstance(k, slice) for k in args[1]):
                 args = (args[0], tuple(args[1]))
-        return getattr(ops, self.fn_name)(*args, **self.fn_kwargs)
+        op = ops
+        for part in self.fn_name.split("."):  # "image.resize": an op of a Keras sub-namespace
+            op = getattr(op, part)
+        return op(*args, **self.fn_kwargs)
 
     def get_config(self):
         """The op's constructor arguments with its name, as Keras's `Operation.get_config`."""
@@ -981,10 +989,24 @@ class TensorOpLayer(Layer):
             f"Keras op class name. Received: config={config!r}"
         )
 
+    @property
+    def keras_module(self) -> str:
+        """The Keras module of the op class (`keras.src.ops.numpy`, `...nn`, `...image`)."""
+        from keratron import ops
+
+        if "." in self.fn_name:
+            return "keras.src.ops." + self.fn_name.split(".")[0]
+        for namespace in _KERAS_OP_NAMESPACES:
+            if self.fn_name in getattr(ops, namespace).__all__:
+                return "keras.src.ops." + namespace
+        return "keras.src.ops.numpy"
+
     @classmethod
-    def from_keras_op(cls, class_name, config):
+    def from_keras_op(cls, class_name, config, module="keras.src.ops.numpy"):
         """The node for a Keras op config (`class_name="Mean"`, `config={"name": "mean",
-        "axis": -1}`), calling `keratron.ops.mean(x, axis=-1)`.
+        "axis": -1}`), calling `keratron.ops.mean(x, axis=-1)`; an op of another Keras op
+        module (`module="keras.src.ops.image"`, `class_name="Resize"`) calls
+        `keratron.ops.image.resize`.
 
         Raises:
             ValueError: if keratron has no op of that name.
@@ -992,7 +1014,11 @@ class TensorOpLayer(Layer):
         from keratron import ops
 
         fn_name = to_snake_case(class_name)
-        if not callable(getattr(ops, fn_name, None)):
+        namespace = str(module or "").rsplit(".", 1)[-1]
+        if not callable(getattr(ops, fn_name, None)) and namespace in _KERAS_OP_NAMESPACES:
+            if callable(getattr(getattr(ops, namespace), fn_name, None)):
+                fn_name = f"{namespace}.{fn_name}"
+        if "." not in fn_name and not callable(getattr(ops, fn_name, None)):
             raise ValueError(
                 f"Unknown Keras operation '{class_name}': keratron.ops has no '{fn_name}'. "
                 f"Received: config={config!r}"

@@ -8,12 +8,15 @@ from its outputs to its inputs.
 
 from __future__ import annotations
 
+import inspect
+
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
+from keratron.ops._symbolic import SymbolicTensor, set_symbolic_call
 from keratron.utils.naming import unique_object_name
 
 
-class KerasTensor:
+class KerasTensor(SymbolicTensor):
     """A symbolic tensor: a shape (None for unknown dims), a dtype, and the node that made it.
 
     Example:
@@ -72,6 +75,44 @@ def _op_layer(fn_name, *args, **kwargs):
     from keratron.layers.layer import TensorOpLayer
 
     return TensorOpLayer(fn_name, kwargs)(*args)
+
+
+# Parameter names of the ops' tensor operands: node inputs even when not symbolic
+# (`ops.add(x, 2.0)`), as Keras's op classes take them in `call`, not in their config.
+_OPERANDS = {"x", "x1", "x2", "y", "a", "b", "xs", "condition", "inputs"}
+
+
+def _symbolic(value) -> bool:
+    return any(isinstance(v, SymbolicTensor) for v in tree.flatten(value))
+
+
+def _record_op(fn_name, op, args, kwargs):
+    """A `keratron.ops` call on KerasTensors, as a node of the functional graph, laid out as
+    Keras's op classes are: the operands (up to the last symbolic or operand-named argument)
+    are the node's call arguments, every other parameter (defaults included) its config."""
+    params = list(inspect.signature(op).parameters.values())
+    bound = inspect.signature(op).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = bound.arguments
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n = 0
+    for i, name in enumerate(names):
+        if name in values and (name in _OPERANDS or _symbolic(values[name])):
+            n = i + 1
+    call_args = [values[name] for name in names[:n]]
+    config = {k: v for k, v in values.items() if k not in names[:n]}
+    var = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    if var is not None:  # `meshgrid(*xs)`: the variadic operands are call arguments
+        call_args += list(config.pop(var))
+    if _symbolic(list(config.values())):
+        raise TypeError(
+            f"ops.{fn_name}: a KerasTensor passed as a keyword-only argument cannot be a node "
+            "input; pass it positionally."
+        )
+    return _op_layer(fn_name, *call_args, **config)
+
+
+set_symbolic_call(_record_op)
 
 
 def _symbolic_binary(fn_name, reflected=False):

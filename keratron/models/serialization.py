@@ -16,8 +16,6 @@ __all__ = ["serialize_layer", "deserialize_layer", "lookup_layer_class"]
 
 # The modules Keras names in configs for its own classes; written so that Keras can read ours.
 _KERAS_MODULES = {"Functional": "keras.src.models.functional", "Sequential": "keras"}
-# Where Keras's ops on symbolic tensors (`Add`, `Mean`, `GetItem`, ...) live.
-_KERAS_OPS_MODULE = "keras.src.ops.numpy"
 
 
 def _model_classes() -> dict:
@@ -65,7 +63,7 @@ def serialize_layer(layer) -> dict:
     if type(layer) is TensorOpLayer:  # a Keras 3 op class, not a layer
         name = layer.keras_class_name
         return {
-            "module": _KERAS_OPS_MODULE,
+            "module": layer.keras_module,
             "class_name": name,
             "config": layer.get_config(),
             "registered_name": name,
@@ -143,7 +141,7 @@ def deserialize_layer(data, custom_objects=None):
         # too (the op `Add` is not the layer `Add`), so the module decides.
         from keratron.layers.layer import TensorOpLayer
 
-        return TensorOpLayer.from_keras_op(class_name, data.get("config", {}))
+        return TensorOpLayer.from_keras_op(class_name, data.get("config", {}), data["module"])
     cls = lookup_layer_class(class_name, data.get("registered_name"), custom_objects)
     if cls is None:
         raise ValueError(

@@ -18,6 +18,10 @@ from keratron.ops import core, image, linalg, math, nn, numpy  # noqa: F401  (Ke
 
 _dispatch.attach_kernel_routes()
 
+from keratron.ops import _symbolic  # noqa: E402
+
+_symbolic.wrap_namespaces(globals())  # ops on KerasTensors record functional-graph nodes
+
 from keratron.autodiff.tensor import install_operators as _install_operators  # noqa: E402
 
 _install_operators(globals())  # Tensor's operators (x + y, x[i], x.T) call these ops

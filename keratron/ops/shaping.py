@@ -20,6 +20,7 @@ from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.tensor import Tensor
 from keratron.ops import _shape_rules as rules
 from keratron.ops._core import Primitive, as_tensor, canonical_axis, on_device
+from keratron.ops._symbolic import SymbolicTensor
 from keratron.ops.elementwise import cast, zeros_like_p
 
 __all__ = [
@@ -113,6 +114,8 @@ def shape(x) -> tuple:
         >>> keratron.ops.shape(keratron.ops.zeros((8, 12)))
         (8, 12)
     """
+    if isinstance(x, SymbolicTensor):  # a KerasTensor: its static shape, None where unknown
+        return tuple(x.shape)
     return tuple(as_tensor(x).shape)
 
 
@@ -123,6 +126,8 @@ def ndim(x) -> int:
         >>> keratron.ops.ndim(keratron.ops.zeros((8, 12)))
         2
     """
+    if isinstance(x, SymbolicTensor):
+        return len(x.shape)
     return as_tensor(x).ndim
 
 

@@ -47,6 +47,23 @@ def _indexed(K):
     return K.Model(x, L.Dense(1, name="head")(y), name="indexed_net")
 
 
+def _ops_calls(K):
+    """`keras.ops` functions called on symbolic tensors (`ops.mean`, `ops.nn.relu`,
+    `ops.image.resize`, `ops.linalg.norm`, `ops.concatenate`, `ops.top_k`, `ops.where`), with
+    positional, keyword and default arguments."""
+    L, ops = K.layers, K.ops
+    x = K.Input((4, 3), name="seq")
+    h = L.Dense(3, name="proj")(x)
+    pooled = ops.mean(h, 1)
+    norms = ops.linalg.norm(ops.nn.relu(h), axis=-1)
+    grid = ops.image.resize(ops.expand_dims(h, -1), (6, 5))
+    values, _ = ops.top_k(h, k=2)
+    both = ops.concatenate([pooled, norms, ops.sum(values, axis=1)], axis=-1)
+    gated = ops.where(both > 0.0, both, ops.multiply(both, 0.1))
+    y = L.Concatenate(name="concat")([gated, L.Flatten(name="flat")(grid)])
+    return K.Model(x, L.Dense(2, name="head")(ops.add(y, 1.0)), name="ops_net")
+
+
 def _mean_head_keras(keras):
     """A conv trunk with an `ops.mean` pooling head (built in Keras; keratron reads it)."""
     L = keras.layers
@@ -105,7 +122,7 @@ def _same_outputs(ours, theirs, shape):
     )
 
 
-@pytest.mark.parametrize("builder", [_hard_swish, _residual, _indexed])
+@pytest.mark.parametrize("builder", [_hard_swish, _residual, _indexed, _ops_calls])
 def test_layers_operations_summary_and_params_match_keras(builder):
     ours, theirs = _both(builder)
     _assert_same_graph(ours, theirs)
@@ -122,7 +139,7 @@ def test_layers_operations_summary_and_params_match_keras(builder):
         ours.get_layer(index=len(theirs.layers))
 
 
-@pytest.mark.parametrize("builder", [_hard_swish, _residual, _indexed])
+@pytest.mark.parametrize("builder", [_hard_swish, _residual, _indexed, _ops_calls])
 def test_config_matches_keras_and_round_trips(builder):
     keras = require("keras")
     ours, theirs = _both(builder)
