@@ -3,9 +3,9 @@
 `remat(f)` runs `f` with every tape paused, so none of its intermediate values is kept, and
 records one tape node from `f`'s tensor arguments (and the variables and watched tensors it
 reads) to its outputs. That node's VJP runs `f` again under a fresh tape and differentiates the
-recomputed forward: memory for compute. The recompute runs in a `StatelessScope` when nothing
-is being traced, so variable assignments inside `f` (a BatchNormalization's moving statistics)
-are not applied a second time.
+recomputed forward: memory for compute. Variable assignments inside `f` (a
+BatchNormalization's moving statistics) are not applied a second time: the eager recompute runs
+in a `StatelessScope`, and under `keratron.function` the recompute's writes are not recorded.
 
 `RematScope(mode=...)` decides which layers built inside it rematerialise their calls; a layer
 reads the innermost scope when it is constructed (`get_current_remat_mode`), and its
@@ -24,7 +24,7 @@ import torch
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import is_float
-from keratron.autodiff.primitive import trace_state
+from keratron.autodiff.primitive import suspend_tracing, trace_state
 from keratron.autodiff.tape import (
     GradientTape,
     active_tapes,
@@ -149,13 +149,42 @@ class _ReadProbe(GradientTape):
         return list(self._watched.found.values())
 
 
-def _recompute_scope():
-    if trace_state.tracer is not None:
-        # Under keratron.function the recompute is recorded into the same graph.
-        return contextlib.nullcontext()
-    from keratron.autodiff.scopes import StatelessScope
+class _WritesDiscarded:
+    """Stands for the graph being traced while `f` is recomputed inside it: the recompute's
+    ops are recorded into the graph, its variable writes and opaque updates are not (they
+    were recorded by the forward pass already)."""
 
-    return StatelessScope()
+    def __init__(self, graph):
+        self.graph = graph
+
+    def wants(self, args) -> bool:
+        return self.graph.wants(args)
+
+    def record(self, prim, args, params):
+        return self.graph.record(prim, args, params)
+
+    def record_assign(self, var, value, mode) -> None:
+        pass
+
+    def record_effect(self, fn, inputs, variables=()) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _recompute_scope():
+    """Where `f` runs again: its variable writes are not applied a second time."""
+    tracer = trace_state.tracer
+    if tracer is None:
+        from keratron.autodiff.scopes import StatelessScope
+
+        with StatelessScope():
+            yield
+        return
+    trace_state.tracer = _WritesDiscarded(tracer)
+    try:
+        yield
+    finally:
+        trace_state.tracer = tracer
 
 
 def remat(f):
@@ -195,7 +224,15 @@ def remat(f):
         for a in probe.reads():
             inputs.setdefault(id(a), a)
         sources = [a for a in inputs.values() if is_float(a._value.dtype)]
-        flat_out = [o for o in tree.flatten(outputs) if isinstance(o, Tensor)]
+        # The node's outputs are the tensors f made; one it passes through (an identity
+        # activation returns its input) already carries its gradient to its source.
+        made = [
+            i
+            for i, o in enumerate(tree.flatten(outputs))
+            if isinstance(o, Tensor) and id(o) not in inputs
+        ]
+        flat = tree.flatten(outputs)
+        flat_out = [flat[i] for i in made]
         if not sources or not flat_out:
             return outputs
 
@@ -203,9 +240,8 @@ def remat(f):
             with GradientTape(watch_accessed_variables=False) as tape:
                 tape.watch(sources)
                 with _recompute_scope():
-                    again = f(*args, **kwargs)
-            flat_again = [o for o in tree.flatten(again) if isinstance(o, Tensor)]
-            return tape.gradient(flat_again, sources, output_gradients=list(gs))
+                    again = tree.flatten(f(*args, **kwargs))
+            return tape.gradient([again[i] for i in made], sources, output_gradients=list(gs))
 
         record_custom(sources, flat_out, vjp)
         return outputs
@@ -222,9 +258,11 @@ def _output_size(layer, args, kwargs) -> int:
             return Tensor(torch.empty(x.shape, dtype=x._value.dtype, device="meta"))
         return x
 
-    out = layer.compute_output_spec(
-        *tree.map_structure(meta, list(args)), **tree.map_structure(meta, dict(kwargs))
-    )
+    # Sized on data-free values, out of every tape and trace: nothing here is recorded.
+    with stop_recording_all(), suspend_tracing():
+        out = layer.compute_output_spec(
+            *tree.map_structure(meta, list(args)), **tree.map_structure(meta, dict(kwargs))
+        )
     return sum(
         math.prod(d or 1 for d in o.shape)
         for o in tree.flatten(out)
