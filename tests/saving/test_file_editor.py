@@ -133,7 +133,11 @@ def test_edits_save_files_that_keras_and_keratron_load(tmp_path):
 def test_keratron_files_round_trip_and_errors(tmp_path):
     model = _build(kt)
     model.save_weights(tmp_path / "k.weights.h5")
+    model.save(tmp_path / "k.keras")
+    archive = kt.saving.KerasFileEditor(tmp_path / "k.keras")
+    assert archive.config["class_name"] == "Functional" and "keras_version" in archive.metadata
     editor = kt.saving.KerasFileEditor(tmp_path / "k.weights.h5")
+    _assert_same_tree(archive.weights_dict, editor.weights_dict)
     assert editor.compare(model) == {"status": "success", "error_count": 0, "match_count": 8}
     editor.summary()
     with pytest.raises(ValueError, match="occurs more than once|does not appear"):
