@@ -406,8 +406,12 @@ class KerasFileEditor:
             group = h5file.require_group(f"{inner_path}/vars" if inner_path else "vars")
             for name, value in values.items():
                 array = np.asarray(value)
-                if array.dtype.name == "bfloat16":
-                    ds = group.create_dataset(name, data=array.astype(np.float32))
+                # bfloat16 as Keras stores it: 2-byte opaque values (read back as such, or an
+                # ml_dtypes bfloat16 array) marked by a dtype attribute.
+                if array.dtype.name == "bfloat16" or (
+                    array.dtype.kind == "V" and array.dtype.itemsize == 2
+                ):
+                    ds = group.create_dataset(name, data=array)
                     ds.attrs["dtype"] = "bfloat16"
                 else:
                     group[name] = array

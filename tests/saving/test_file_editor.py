@@ -162,3 +162,15 @@ def test_keratron_files_round_trip_and_errors(tmp_path):
     assert list(again.weights_dict["layers"]["batch_normalization"]) == ["0", "1", "2"]
     result = again.compare(model)
     assert result == {"status": "error", "error_count": 1, "match_count": 7}
+
+
+@pytest.mark.interop
+def test_bfloat16_weights_resave_as_keras_stores_them(tmp_path):
+    keras = require("keras")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, dtype="bfloat16")])
+    model.save_weights(tmp_path / "bf.weights.h5")
+    kt.saving.KerasFileEditor(tmp_path / "bf.weights.h5").save(tmp_path / "again.weights.h5")
+    again = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, dtype="bfloat16")])
+    again.load_weights(tmp_path / "again.weights.h5")
+    for a, b in zip(model.get_weights(), again.get_weights()):
+        np.testing.assert_array_equal(np.asarray(a, "float32"), np.asarray(b, "float32"))
