@@ -1,7 +1,8 @@
 """Runs a program of this folder under real TensorFlow 2, to record what it prints.
 
-The only change made to the program is its import: `import keratron.compat.v2 as tf` becomes
-`import tensorflow as tf` (its `tf.keras` is then Keras 3 on the TensorFlow backend).
+The only change made to the program is its imports: `import keratron.compat.v2 as tf` becomes
+`import tensorflow as tf` (its `tf.keras` is then Keras 3 on the TensorFlow backend), and
+`import keratron as keras` / `from keratron import X` become Keras's.
 
     .venv/bin/python examples/tf2/run_with_tensorflow.py eager_basics.py
 """
@@ -16,8 +17,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def tensorflow_source(source):
-    """The program's source with keratron's import switched to TensorFlow's."""
-    return source.replace("import keratron.compat.v2 as tf", "import tensorflow as tf")
+    """The program's source with keratron's imports switched to TensorFlow's and Keras's."""
+    source = source.replace("import keratron.compat.v2 as tf", "import tensorflow as tf")
+    source = source.replace("import keratron as keras", "import keras")
+    return source.replace("from keratron import ", "from keras import ")
 
 
 def run(name, timeout=600):
