@@ -71,8 +71,8 @@ class Module:
             name = _CAMEL.sub(r"_\1", type(self).__name__).lower()
         elif not (isinstance(name, str) and name.isidentifier()):
             raise ValueError(
-                f"'{name}' is not a valid module name. Module names must be valid Python 3 "
-                "identifiers."
+                f"'{name}' is not a valid module name. Module names must be valid Python "
+                "identifiers (e.g. a valid class name)."
             )
         self._name = name
 
