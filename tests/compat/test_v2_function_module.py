@@ -75,6 +75,10 @@ def test_function_traces_and_falls_back_to_eager_on_value_dependent_control_flow
         broken(tf.constant(1.0))
     assert not broken.runs_eagerly  # other errors are not swallowed
 
+    plain = tf.function(lambda x: x if x > 0 else -x, autograph=False)
+    with pytest.raises(TypeError, match="Python bool"):
+        plain(tf.constant(1.0))
+
 
 def test_function_on_methods_is_per_instance():
     class Scale(tf.Module):

@@ -32,8 +32,9 @@ class Function(_KFunction):
     """A `tf.function`: traced and compiled, or run eagerly if its Python control flow
     depends on tensor values (see the module docstring)."""
 
-    def __init__(self, fn, input_signature=None, reduce_retracing=False, jit_compile=None):
+    def __init__(self, fn, input_signature=None, autograph=True):
         super().__init__(fn, input_signature=input_signature)
+        self.autograph = autograph
         self.runs_eagerly = False
 
     def __get__(self, obj, objtype=None):
@@ -42,7 +43,8 @@ class Function(_KFunction):
         bound = super().__get__(obj, objtype)  # keratron's per-instance copy, held weakly
         tf_bound = bound.__dict__.get("_tf_function")
         if tf_bound is None:
-            tf_bound = bound._tf_function = Function(bound._fn, self.input_signature)
+            tf_bound = Function(bound._fn, self.input_signature, self.autograph)
+            bound._tf_function = tf_bound
         return tf_bound
 
     def __call__(self, *args, **kwargs):
@@ -50,7 +52,8 @@ class Function(_KFunction):
             try:
                 return super().__call__(*args, **kwargs)
             except TypeError as e:
-                if is_tracing() or _VALUE_DEPENDENT not in str(e):
+                # Without AutoGraph, TF raises for such control flow too.
+                if not self.autograph or is_tracing() or _VALUE_DEPENDENT not in str(e):
                     raise
                 self.runs_eagerly = True
         if self.input_signature is not None:
@@ -73,6 +76,9 @@ def function(
 ):
     """`tf.function`: compiles `func` into a graph (as a decorator, with or without arguments).
 
+    `reduce_retracing` and the `experimental_*` options are accepted and have no effect;
+    `autograph=False` makes value-dependent Python control flow raise, as in TF.
+
     Example:
         >>> @tf.function
         ... def f(x):
@@ -87,7 +93,7 @@ def function(
         )
 
     def decorate(fn):
-        return functools.update_wrapper(Function(fn, input_signature), fn)
+        return functools.update_wrapper(Function(fn, input_signature, autograph), fn)
 
     return decorate if func is None else decorate(func)
 
