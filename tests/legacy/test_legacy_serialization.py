@@ -14,7 +14,7 @@ legacy = kt.legacy.saving
 def _objects(K):
     return [
         K.regularizers.L1L2(0.1, 0.2),
-        K.optimizers.Adam(0.01),
+        K.optimizers.Adam(0.01, name="adam"),  # names given: auto-names depend on history
         K.activations.relu,
         K.initializers.GlorotUniform(seed=1),
         K.losses.MeanSquaredError(),
