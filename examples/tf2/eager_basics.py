@@ -219,3 +219,23 @@ def dense_step(x, w):
 
 
 print("traced", float(dense_step(tf.ones((2, 3)), tf.ones((3, 4)))))
+
+
+@tf.function
+def collatz(x):
+    steps = tf.constant(0)
+    while x > 1:
+        x = tf.where(x % 2 == 0, x // 2, 3 * x + 1)
+        steps += 1
+    return steps
+
+
+@tf.function
+def sum_to(n):
+    total = tf.constant(0)
+    for i in tf.range(n):
+        total += i
+    return total
+
+
+print("collatz(27)", int(collatz(tf.constant(27))), "sum_to(10)", int(sum_to(tf.constant(10))))

@@ -75,6 +75,16 @@ def test_function_traces_and_falls_back_to_eager_on_value_dependent_control_flow
         broken(tf.constant(1.0))
     assert not broken.runs_eagerly  # other errors are not swallowed
 
+    @tf.function
+    def sum_to(n):
+        total = tf.constant(0)
+        for i in tf.range(n):  # a traced bound: the length is known only eagerly
+            total += i
+        return total
+
+    assert int(sum_to(tf.constant(10))) == 45  # TF 2.20: 45
+    assert int(tf.function(lambda: tf.reduce_sum(tf.range(4)))()) == 6
+
     plain = tf.function(lambda x: x if x > 0 else -x, autograph=False)
     with pytest.raises(TypeError, match="Python bool"):
         plain(tf.constant(1.0))
