@@ -219,3 +219,31 @@ def test_checkpoint_finds_a_shared_variable_through_either_attribute(tmp_path):
     restore.mapped = {"two": v}
     restore.restore(path).assert_existing_objects_matched()
     assert float(v.numpy()) == 2.0  # TF 2.20: 2.0
+
+
+def test_deferred_values_are_written_once_when_the_first_call_is_traced(tmp_path):
+    x = np.arange(8, dtype="float32").reshape(4, 2)
+
+    def make():
+        model = keratron.Sequential([keratron.layers.Dense(3), keratron.layers.Dense(1)])
+        optimizer = keratron.optimizers.Adam(0.1)
+
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - 1.0))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return model, optimizer, step
+
+    model, opt, step = make()
+    step(), step()
+    path = tf.train.Checkpoint(model=model, opt=opt).save(str(tmp_path / "c"))
+    want = [float(step()) for _ in range(3)]
+    fresh, fresh_opt, fresh_step = make()
+    tf.train.Checkpoint(model=fresh, opt=fresh_opt).restore(path)
+    traced = tf.function(fresh_step)
+    # Restored in the first trace, then trained: not reset to the saved values at each replay.
+    assert [float(traced()) for _ in range(3)] == want
+    assert not traced.runs_eagerly and traced.trace_count == 1

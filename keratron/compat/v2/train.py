@@ -19,11 +19,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
 import numpy as np
 
+from keratron.autodiff.primitive import trace_state
 from keratron.autodiff.tape import stop_recording_all
 from keratron.autodiff.tensor import Variable as _KVariable
 from keratron.compat.v1 import checkpoint as _v1
@@ -117,6 +119,17 @@ def _defer(objects, prefix, values) -> None:
                 _hook(obj, path, pending)
 
 
+@contextlib.contextmanager
+def _eagerly():
+    """Runs the block outside any trace: a value restored while `tf.function` traces the
+    first call is written once, now, not at every replay of the graph."""
+    saved, trace_state.tracer = trace_state.tracer, None
+    try:
+        yield
+    finally:
+        trace_state.tracer = saved
+
+
 def _assign(obj, path, pending) -> None:
     variables = obj.variables
     for i, value in pending.items():
@@ -127,7 +140,8 @@ def _assign(obj, path, pending) -> None:
                     f"Checkpoint.restore: the value of '{path}/variables/{i}' has shape "
                     f"{tuple(np.shape(value))}, its variable {tuple(var.shape)}"
                 )
-            var.assign(np.asarray(value, dtype=var.dtype))
+            with _eagerly():
+                var.assign(np.asarray(value, dtype=var.dtype))
 
 
 def _hook(obj, path, pending) -> None:
