@@ -49,6 +49,8 @@ from keratron import applications  # noqa: E402
 from keratron import estimator, feature_column, saved_model  # noqa: E402
 from keratron import distribute  # noqa: E402
 from keratron import export  # noqa: E402
+from keratron import distillation, quantizers, visualization, wrappers  # noqa: E402
+from keratron.quantizers import Quantizer  # noqa: E402
 from keratron import distribution, dtype_policies  # noqa: E402
 from keratron.layers import Input, InputSpec, Layer  # noqa: E402
 from keratron.models import Model, Sequential  # noqa: E402
@@ -163,6 +165,10 @@ __all__ = [
     "dtype_policies",
     "estimator",
     "export",
+    "distillation",
+    "quantizers",
+    "visualization",
+    "wrappers",
     "feature_column",
     "function",
     "initializers",
@@ -180,6 +186,7 @@ __all__ = [
     "random",
     "regularizers",
     "remat",
+    "Quantizer",
     "saved_model",
     "saving",
     "stop_gradient",

@@ -32,8 +32,8 @@ from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
 from keratron.autodiff.tracing import Trace
 from keratron.layers import Layer
+from keratron.saved_model import GRAPH_FILE, WEIGHTS_DIR
 from keratron.saved_model import load as load_saved_model
-from keratron.saved_model._format import GRAPH_FILE, WEIGHTS_DIR
 from keratron.saved_model.save import write_serving_graph
 
 __all__ = ["ExportArchive", "load_archive"]

@@ -12,7 +12,7 @@ import inspect
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import standardize_dtype
-from keratron.ops._symbolic import SymbolicTensor, set_symbolic_call
+from keratron.ops.symbolic import SymbolicTensor, set_symbolic_call
 from keratron.utils.naming import unique_object_name
 
 

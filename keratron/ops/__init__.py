@@ -18,7 +18,7 @@ from keratron.ops import core, image, linalg, math, nn, numpy  # noqa: F401  (Ke
 
 _dispatch.attach_kernel_routes()
 
-from keratron.ops import _symbolic  # noqa: E402
+from keratron.ops import symbolic as _symbolic  # noqa: E402
 
 _symbolic.wrap_namespaces(globals())  # ops on KerasTensors record functional-graph nodes
 

@@ -20,8 +20,8 @@ from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.tensor import Tensor
 from keratron.ops import _shape_rules as rules
 from keratron.ops._core import Primitive, as_tensor, canonical_axis, on_device
-from keratron.ops._symbolic import SymbolicTensor
 from keratron.ops.elementwise import cast, zeros_like_p
+from keratron.ops.symbolic import SymbolicTensor
 
 __all__ = [
     "reshape",
