@@ -82,6 +82,15 @@ train_and_checkpoint(net, manager, ckpt, iterator, opt, steps=25)
 print("checkpoints:", [relative(p) for p in manager.checkpoints])
 print("kernel:", np.round(net.l1.kernel.numpy(), 4).tolist())
 
+# Keras's own weight files (Keras 3 names them *.weights.h5).
+weights_path = os.path.join(WORKDIR, "easy_checkpoint.weights.h5")
+net.save_weights(weights_path)
+copy = Net()
+copy(tf.zeros((1, 1)))
+copy.load_weights(weights_path)
+same = [np.array_equal(a.numpy(), b.numpy()) for a, b in zip(copy.weights, net.weights)]
+print("save_weights round trip:", same)
+
 # A new model, optimizer and iterator pick up where the last checkpoint left off (step 20,
 # iterator at its 19th batch), not where training stopped.
 net2, opt2, iterator2, ckpt2, manager2 = fresh(directory)
