@@ -25,6 +25,7 @@ from keratron.ops.elementwise import (
     multiply,
     negative,
     softplus,
+    stop_gradient_p,
     subtract,
 )
 from keratron.ops.reduction import logsumexp, sum
@@ -303,7 +304,13 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
     if from_logits:
         logits = moveaxis(output, axis, -1)
         labels = moveaxis(target, axis, -1)
-        return softmax_cross_entropy_p.bind(logits, labels, sparse=False)[0]
+        loss, probs = softmax_cross_entropy_p.bind(logits, labels, sparse=False)
+        # The fused rule's logits gradient is g * (probs - labels) (TensorFlow's, right for
+        # rows of labels that sum to 1); Keras's is g * (probs * sum(labels) - labels). The
+        # difference, g * (sum(labels) - 1) * probs, comes from a term whose value is 0.
+        u = sum(multiply(stop_gradient_p.bind(probs), logits), axis=-1)
+        excess = stop_gradient_p.bind(subtract(sum(labels, axis=-1), 1.0))
+        return add(loss, multiply(excess, subtract(u, stop_gradient_p.bind(u))))
     log_probs = _clipped_log_probs(output, axis)
     return negative(sum(multiply(target, log_probs), axis=axis))
 

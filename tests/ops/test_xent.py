@@ -187,6 +187,17 @@ def test_categorical_crossentropy_grads(case):
     check_against_torch(fn, lambda t, o: torch_cce(t, o, from_logits, axis), args)
 
 
+@pytest.mark.parametrize("scale", [0.3, 2.5, -1.0])
+def test_categorical_crossentropy_on_labels_that_do_not_sum_to_one(scale):
+    """Soft labels need not be a distribution (LogitsDistillation feeds scaled teacher logits):
+    the gradient is g * (probs * sum(labels) - labels), as torch's autograd of Keras's formula
+    gives, not the fused rule's g * (probs - labels)."""
+    args = [probs(6, 5) * scale + R.uniform(-0.2, 0.2, (6, 5)), logits(6, 5)]
+    fn = lambda t, o: kt.ops.categorical_crossentropy(t, o, from_logits=True)  # noqa: E731
+    check_grads(fn, args)
+    check_against_torch(fn, lambda t, o: torch_cce(t, o, True, -1), args)
+
+
 @pytest.mark.parametrize("case", CCE_CASES, ids=[c[0] for c in CCE_CASES])
 def test_sparse_categorical_crossentropy_grads(case):
     _, from_logits, axis, shape = case
