@@ -94,7 +94,7 @@ class StatelessScope:
     Example:
         >>> v = keratron.Variable([1.0, 2.0])
         >>> with keratron.StatelessScope(state_mapping=[(v, [5.0, 5.0])]) as scope:
-        ...     v.assign_add([1.0, 1.0])
+        ...     _ = v.assign_add([1.0, 1.0])
         >>> v.numpy(), scope.get_current_value(v).numpy()
         (array([1., 2.], dtype=float32), array([6., 6.], dtype=float32))
     """
