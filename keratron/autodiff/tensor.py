@@ -59,7 +59,7 @@ class Tensor:
         return self._value.numel()
 
     def numpy(self) -> np.ndarray:
-        _check_concrete(self, "numpy()")
+        check_concrete(self, "numpy()")
         v = self._value
         if v.dtype is torch.bfloat16:
             v = v.float()
@@ -85,7 +85,7 @@ class Tensor:
             yield self[i]
 
     def __bool__(self):
-        _check_concrete(self, "a Python bool (`if`, `while`, `and`, `or`)")
+        check_concrete(self, "a Python bool (`if`, `while`, `and`, `or`)")
         if self._value.numel() != 1:
             raise ValueError(
                 "The truth value of a tensor with more than one element is ambiguous. "
@@ -94,15 +94,15 @@ class Tensor:
         return bool(self._value)
 
     def __float__(self):
-        _check_concrete(self, "a Python float")
+        check_concrete(self, "a Python float")
         return float(self._value)
 
     def __int__(self):
-        _check_concrete(self, "a Python int")
+        check_concrete(self, "a Python int")
         return int(self._value)
 
     def __index__(self):
-        _check_concrete(self, "a Python index")
+        check_concrete(self, "a Python index")
         return int(self._value)
 
     def __hash__(self):
@@ -227,7 +227,9 @@ for _dunder, _op_name in _COMPARISONS:
     setattr(Tensor, f"__{_dunder}__", _binary(_op_name))
 
 
-def _check_concrete(t: Tensor, what: str) -> None:
+def check_concrete(t: Tensor, what: str) -> None:
+    """Raises a TypeError naming `what` if `t` is a traced (data-free) tensor, whose value a
+    Python conversion (bool, int, a loop bound) cannot read."""
     if t._value.is_meta:
         raise TypeError(
             f"A traced tensor (shape {tuple(t._value.shape)}) was used as {what} inside a "

@@ -24,7 +24,7 @@ from keratron.autodiff.tracing import is_tracing
 
 __all__ = ["Function", "custom_gradient", "function"]
 
-# What keratron raises when traced code needs a tensor's value (tensor.py: _check_concrete).
+# What keratron raises when traced code needs a tensor's value (tensor.py: check_concrete).
 _VALUE_DEPENDENT = "its value is not known while the function is traced"
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from keratron import ops as kops
 from keratron.autodiff import Tensor
 from keratron.autodiff import convert_to_tensor as _to_tensor
-from keratron.autodiff.tensor import _check_concrete
+from keratron.autodiff.tensor import check_concrete
 from keratron.compat.v1.framework import as_dtype
 
 
@@ -83,7 +83,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # no
         if isinstance(v, Tensor):
             # Under tf.function, a traced bound makes the length unknown (tf.function then
             # runs the body eagerly); eagerly the value is read.
-            _check_concrete(v, "a bound of tf.range")
+            check_concrete(v, "a bound of tf.range")
     if dtype is None and builtins.any(isinstance(v, float) for v in (start, limit, delta)):
         dtype = "float32"
     return kops.arange(start, limit, delta, dtype=_dt(dtype) or "int32")
