@@ -70,10 +70,11 @@ def _check_model(model, what):
 
 
 def _numpy_dtype(variable):
-    try:
-        return np.dtype(str(variable.dtype))
-    except TypeError:  # bfloat16 has no numpy dtype: torch casts from float32
+    # bfloat16 goes through float32, which torch casts exactly: numpy has no bfloat16 of its
+    # own, and ml_dtypes' (registered once JAX, TensorFlow or Keras is imported) torch rejects.
+    if str(variable.dtype) == "bfloat16":
         return np.dtype("float32")
+    return np.dtype(str(variable.dtype))
 
 
 def _assign(assignments) -> None:
