@@ -222,6 +222,15 @@ class Model(Trainer, Layer):
         return json.dumps(serialize_layer(self), default=_json_default, **kwargs)
 
     # ------------------------------------------------------------------ saving
+    def __reduce__(self):
+        """Pickles the model as its `.keras` archive (Keras 3's way): architecture, weights,
+        compile arguments and optimizer state; a subclassed model needs `get_config` and
+        registration, as for `save`."""
+        from keratron.saving import pickle_utils
+
+        data = pickle_utils.serialize_model_as_bytecode(self)
+        return (pickle_utils.deserialize_model_from_bytecode, (data,))
+
     def save(self, filepath, overwrite=True, zipped=None, **kwargs):
         """Saves the model: `.keras` (Keras 3 zip) or `.h5` (tf.keras 2 HDF5); see
         `keratron.saving.save_model`.
