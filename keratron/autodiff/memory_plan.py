@@ -12,6 +12,11 @@ A kept buffer is only used for a value that is not a function output, not kept b
 and on the CPU; `CompiledFunction` clones any fetched value that still shares a kept buffer's
 memory (a view of one), so nothing handed out is overwritten by the next replay. Every writer
 calls the kernel the plain implementation calls, so results are bit-identical.
+
+Kept buffers whose values are never alive at the same time share memory (`share_memory`): the
+compiler gives each its live range, from the step that writes it to the last step that reads
+it or any value that may be a view of it, and buffers with disjoint ranges are laid out in one
+storage (a pool), as an allocator would reuse freed memory within a step.
 """
 
 from __future__ import annotations
@@ -97,20 +102,90 @@ def keeps_output(prim, condition=_always):
     return register
 
 
+class KeptBuffers(dict):
+    """One step's kept tensors by key, the bytes they take (laid out one after another, as
+    its outputs' (shape, dtype) say), and the pool (if any) their memory comes from."""
+
+    def __init__(self, need: int = 0):
+        super().__init__()
+        self.need = need
+        self.pool: Pool | None = None
+        self.used = 0
+
+    def clear(self) -> None:
+        super().clear()
+        self.used = 0
+
+
+class Pool:
+    """Memory shared by kept buffers whose live ranges do not overlap: the largest need among
+    them, allocated on first use."""
+
+    def __init__(self):
+        self.size = 0
+        self._storage: torch.UntypedStorage | None = None
+
+    def storage(self) -> torch.UntypedStorage:
+        if self._storage is None:
+            self._storage = torch.UntypedStorage(self.size)
+        return self._storage
+
+
+_ALIGN = 64
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // _ALIGN) * _ALIGN
+
+
+def _itemsize(dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
 def buffer(buffers, key, aval, channels_last: bool = False) -> torch.Tensor:
-    """The kept tensor `buffers[key]` of (shape, dtype) `aval`, allocated on first use. With
-    `channels_last`, `aval`'s shape is read as (N, C, *S) and the memory is laid out
-    (N, *S, C), as the pooling and oneDNN kernels write."""
+    """The kept tensor `buffers[key]` of (shape, dtype) `aval`, allocated on first use (in the
+    step's pool when it has one). With `channels_last`, `aval`'s shape is read as (N, C, *S)
+    and the memory is laid out (N, *S, C), as the pooling and oneDNN kernels write."""
     out = buffers.get(key)
     if out is None:
         shape, dtype = aval
         if channels_last:
             n, c, *spatial = shape
-            out = torch.empty((n, *spatial, c), dtype=dtype).permute(0, len(shape) - 1, 1, 2)
+            layout = (n, *spatial, c)
         else:
-            out = torch.empty(shape, dtype=dtype)
+            layout = tuple(shape)
+        pool = getattr(buffers, "pool", None)
+        if pool is not None:
+            offset = _aligned(buffers.used)
+            buffers.used = offset + math.prod(layout) * _itemsize(dtype)
+        if pool is not None and buffers.used <= pool.size:
+            strides = torch.empty(layout, dtype=dtype, device="meta").stride()
+            out = torch.empty(0, dtype=dtype).set_(
+                pool.storage(), offset // _itemsize(dtype), layout, strides
+            )
+        else:
+            out = torch.empty(layout, dtype=dtype)
+        if channels_last:
+            out = out.permute(0, len(shape) - 1, 1, 2)
         buffers[key] = out
     return out
+
+
+def share_memory(ranges) -> None:
+    """Lays out kept buffers in shared pools: `ranges` lists `(buffers, first_step,
+    last_step)` for each step's `KeptBuffers`, in step order; two share a pool only if one's
+    last step comes before the other's first."""
+    pools: list = []  # [last step of the pool's latest user, Pool]
+    for buffers, first, last in ranges:
+        for entry in pools:
+            if entry[0] < first:
+                entry[0] = last
+                buffers.pool = entry[1]
+                break
+        else:
+            buffers.pool = Pool()
+            pools.append([last, buffers.pool])
+        buffers.pool.size = max(buffers.pool.size, buffers.need)
 
 
 def _nbytes(aval) -> int:
@@ -133,7 +208,7 @@ def kept_buffer_call(graph, node, fallback, buffers_list: list):
     if max(_nbytes(graph.avals[s]) for s in node.outputs) < MIN_BYTES:
         return None
     avals = [graph.avals[s] for s in node.outputs]
-    buffers: dict = {}
+    buffers = KeptBuffers(sum(_aligned(math.prod(a[0]) * _itemsize(a[1])) for a in avals))
     buffers_list.append(buffers)
     params = node.params
 

@@ -696,6 +696,8 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=Non
         protected |= {s for n in graph.nodes[: prelude.n_steps] for s in n.outputs}
     fresh: set = set()
     steps = []
+    writers: list = []  # (the step's KeptBuffers, its index, its outputs)
+    views: list = []  # (output, input) pairs where the output may share the input's memory
     for i, node in enumerate(graph.nodes):
         ins = list(node.inputs)
         if node.kind == "prim":
@@ -706,11 +708,17 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=Non
             if fn is None:
                 fn = _kernel_call(node)
                 if kept is not None and not protected.intersection(node.outputs):
+                    n_kept = len(kept)
                     fn = memory_plan.kept_buffer_call(graph, node, fn, kept) or fn
+                    if len(kept) > n_kept:
+                        writers.append((kept[-1], i, node.outputs))
                 if node.prim.fresh:
                     fresh.update(node.outputs)
+                else:
+                    views += [(o, s) for o in node.outputs for s in node.inputs if s is not None]
             else:
                 fresh.add(out)
+                views.append((out, ins[0]))  # written into its input's buffer
             steps.append((fn, ins, node.outputs, []))
         elif node.kind == "effect":
             f = node.fn
@@ -723,7 +731,41 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=Non
             if s is not None and last_use.get(s) == i and s not in protected
         ]
         steps[-1] = (steps[-1][0], steps[-1][1], steps[-1][2], free)
+    if writers:
+        memory_plan.share_memory(_live_ranges(graph, writers, views, last_use, protected))
     return steps
+
+
+def _live_ranges(graph: Graph, writers: list, views: list, last_use: dict, protected) -> list:
+    """`(buffers, first step, last step)` for each kept-buffer writer: from its step to the
+    last read of its outputs or of any value that may share their memory (a view, a result
+    written in place); to the end when such a value is kept beyond the call (an output, a
+    prelude value) or never read."""
+    parent: dict = {}
+
+    def root(s):
+        while parent.get(s, s) != s:
+            parent[s] = parent.get(parent[s], parent[s])
+            s = parent[s]
+        return s
+
+    for a, b in views:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[ra] = rb
+    end = len(graph.nodes)
+    last: dict = {}
+    for i, node in enumerate(graph.nodes):
+        for s in node.outputs:
+            r = root(s)
+            last[r] = max(last.get(r, i), end if s in protected else last_use.get(s, i))
+        for s in node.inputs:
+            if s is not None and s in protected:
+                last[root(s)] = end  # an input, constant or variable: lives past the call
+    return [
+        (buffers, i, max(last.get(root(s), end) for s in outputs))
+        for buffers, i, outputs in writers
+    ]
 
 
 def _inplace(graph, prim, ins, out, uses, fresh, protected):

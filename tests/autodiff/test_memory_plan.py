@@ -86,3 +86,65 @@ def test_kept_convolution_outputs_equal_the_eager_convolutions_bit_for_bit():
         assert np.array_equal(np.asarray(f(x, *ks)), np.asarray(_conv_stack(x, *ks)))
     plan = f.get_concrete_graph(x, *ks)
     assert sum(len(b) for b in plan.kept_buffers) == 2  # the first two convolutions' outputs
+
+
+def _skip_chain(x, w1, w2, w3, w4, w5):
+    # Five kept matmul results a..e. Views of a and b are taken at once and read at the end
+    # (a reshape, a slice), so a and b stay alive to the end though a and b themselves are
+    # not read after their views are made; c is read by d only, so e (written after d) can
+    # take c's memory.
+    a = ops.matmul(x, w1)
+    a_view = ops.reshape(a, (-1,))
+    b = ops.matmul(ops.relu(a), w2)
+    b_tail = ops.reshape(b, (-1,))[-5:]
+    c = ops.matmul(ops.tanh(b), w3)
+    d = ops.matmul(ops.tanh(c), w4)
+    e = ops.matmul(ops.tanh(d), w5)
+    return ops.sum(e) + ops.sum(a_view[:7]) + ops.sum(b_tail)
+
+
+def test_buffers_with_disjoint_live_ranges_share_memory_and_overlapping_ones_do_not():
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal((512, 512)).astype("float32") / 16 for _ in range(5)]
+    f = keratron.function(_skip_chain)
+    for _ in range(3):
+        x = rng.standard_normal((512, 512)).astype("float32")
+        np.testing.assert_array_equal(np.asarray(f(x, *ws)), np.asarray(_skip_chain(x, *ws)))
+    a, b, c, d, e = f.get_concrete_graph(x, *ws).kept_buffers
+    assert c.pool is e.pool
+    others = {id(p) for p in (b.pool, c.pool, d.pool)}
+    assert id(a.pool) not in others and id(b.pool) not in {id(c.pool), id(d.pool)}
+    assert d.pool is not c.pool  # d reads c
+    for kept in (a, b, c, d, e):  # each buffer's tensors lie in its pool's storage
+        for t in kept.values():
+            assert t.untyped_storage().data_ptr() == kept.pool.storage().data_ptr()
+
+
+def test_a_training_step_with_shared_kept_buffers_matches_the_eager_step():
+    # Forward activations are read again by the backward pass: sharing must follow that.
+    rng = np.random.default_rng(4)
+    model = keratron.Sequential(
+        [
+            keratron.Input((24, 24, 3)),
+            keratron.layers.Conv2D(16, 3, activation="relu"),
+            keratron.layers.Conv2D(16, 3, activation="relu", padding="same"),
+            keratron.layers.MaxPooling2D(2),
+            keratron.layers.Conv2D(8, 3, activation="relu6"),
+            keratron.layers.Flatten(),
+            keratron.layers.Dense(10),
+        ]
+    )
+    eager = keratron.models.clone_model(model)
+    eager.set_weights(model.get_weights())
+    for m, run_eagerly in ((model, False), (eager, True)):
+        m.compile(optimizer="sgd", loss="mse", run_eagerly=run_eagerly)
+    x = rng.random((64, 24, 24, 3), dtype=np.float32)
+    y = rng.random((64, 10), dtype=np.float32)
+    for _ in range(2):
+        model.fit(x, y, batch_size=32, verbose=0, shuffle=False)
+        eager.fit(x, y, batch_size=32, verbose=0, shuffle=False)
+    for a, b in zip(model.get_weights(), eager.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        model.predict(x, verbose=0), eager.predict(x, verbose=0), rtol=1e-4, atol=1e-6
+    )
