@@ -112,9 +112,13 @@ class Tensor:
         return f"<Tensor shape={self.shape}, dtype={self.dtype}, numpy=\n{self.numpy()!r}>"
 
     def __format__(self, spec):
+        # As TensorFlow's eager tensors: the values, formatted as numpy formats them
+        # (`f"{t}"` -> "[1 2]", `f"{loss:.4f}"` -> "0.6931").
+        if self._value.is_meta:
+            return repr(self)
         if self._value.numel() == 1 and spec:
             return format(self._value.item(), spec)
-        return repr(self)
+        return format(self.numpy(), spec)
 
     def __reduce__(self):
         return (_rebuild_tensor, (self.numpy(),))
