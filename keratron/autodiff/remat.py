@@ -24,7 +24,7 @@ import torch
 
 from keratron.autodiff import tree
 from keratron.autodiff.dtypes import is_float
-from keratron.autodiff.primitive import suspend_tracing, trace_state
+from keratron.autodiff.primitive import Primitive, suspend_tracing, trace_state
 from keratron.autodiff.tape import (
     GradientTape,
     active_tapes,
@@ -187,6 +187,25 @@ def _recompute_scope():
         trace_state.tracer = tracer
 
 
+# `x`, once the values after it are known: the recomputed forward reads its inputs through
+# this, with the incoming cotangents as extra inputs, so that under `keratron.function` the
+# compiler neither merges the recompute with the forward (which would keep the forward's
+# intermediates alive until the backward, saving nothing) nor runs it before the backward
+# needs it. Its value is `x` and its gradient goes to `x` alone.
+remat_barrier_p = Primitive(
+    "remat_barrier",
+    lambda x, *after: x,
+    lambda g, x, *after, out: (g, *(None for _ in after)),
+    shape_rule=lambda x, *after: [x],
+)
+
+
+def _after(value, deps):
+    if isinstance(value, Tensor) and deps:
+        return remat_barrier_p.bind(value, *deps)
+    return value
+
+
 def remat(f):
     """Wraps `f` so that its backward pass recomputes its forward (Keras's `remat`).
 
@@ -237,10 +256,13 @@ def remat(f):
             return outputs
 
         def vjp(gs):
+            deps = [g for g in gs if isinstance(g, Tensor)] if trace_state.tracer else []
             with GradientTape(watch_accessed_variables=False) as tape:
                 tape.watch(sources)
+                a = tree.map_structure(lambda v: _after(v, deps), list(args))
+                k = tree.map_structure(lambda v: _after(v, deps), dict(kwargs))
                 with _recompute_scope():
-                    again = tree.flatten(f(*args, **kwargs))
+                    again = tree.flatten(f(*a, **k))
             return tape.gradient([again[i] for i in made], sources, output_gradients=list(gs))
 
         record_custom(sources, flat_out, vjp)
