@@ -61,6 +61,11 @@ SLOW = [
     # Still falling after 4 epochs: Keras 295.93 / 294.88 / 293.98 / 309.58 / 296.48 over seeds
     # 1337 / 1 / 2 / 3 / 4; keratron 284.02 to 308.41 over six seeds.
     ("vae.py", "final total loss", 295.93, 15.0),
+    # 400 training and 197 test images: Keras 0.8376 / 0.7868 / 0.8376 / 0.8274 / 0.6650 /
+    # 0.8122 / 0.7868 / 0.8173 / 0.8477 / 0.8680 over seeds 1337 / 1 to 9; keratron 0.6396 to
+    # 0.7919 (0.7462 at 1337). With the same initial weights and no random layers the two agree
+    # to 4 digits through pretraining, head training and fine-tuning.
+    ("transfer_learning.py", "test accuracy", 0.8376, 0.12),
 ]
 
 

@@ -133,3 +133,24 @@ def load_heart_like(num_rows=1000, seed=1337):
     )
     table["target"] = (rng.rand(n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.int64)
     return table
+
+
+def load_transfer_images(seed=1337):
+    """Digits for the transfer-learning guide, as `source, train, validation, test` pairs.
+
+    All 1,797 digits in MNIST's format (`load_mnist_like`), shuffled: the first 1,000 are the
+    source task (grey 28x28 uint8 images, labels 0..9); the other 797 become colour images (each
+    grey image times a random RGB tint in [0.4, 1]) labelled 1 for an odd digit and 0 for an even
+    one, split 400 / 200 / 197 into training, validation and test sets.
+    """
+    (x_a, y_a), (x_b, y_b) = load_mnist_like()
+    x = np.concatenate([x_a, x_b])
+    y = np.concatenate([y_a, y_b]).astype(np.int64)
+    rng = np.random.RandomState(seed)
+    order = rng.permutation(len(x))
+    x, y = x[order], y[order]
+    source = (x[:1000], y[:1000])
+    x, y = x[1000:], y[1000:] % 2
+    tint = rng.uniform(0.4, 1.0, size=(len(x), 1, 1, 3))
+    x = (x[..., None].astype(np.float32) * tint).round().astype(np.uint8)
+    return source, (x[:400], y[:400]), (x[400:600], y[400:600]), (x[600:], y[600:])
