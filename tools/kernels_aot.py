@@ -316,6 +316,9 @@ LSTM_CASES = [  # (label, batch, steps, units); tanh / sigmoid, forward order
     ("LSTM b64 t50 u32", 64, 50, 32),  # the recurrent kernel on chip
     ("LSTM b16 t20 u2048", 16, 20, 2048),  # a launch per step
 ]
+GRU_CASES = [  # (label, batch, steps, units); Keras's default: reset_after with a recurrent bias
+    ("GRU b64 t50 u64", 64, 50, 64),
+]
 XENT_CASES = [(128, 10), (256, 1000), (64, 50000), (4096, 32000)]  # (rows, classes)
 BENCH_SMS = 132  # H100 SXM: conv grad-filter launchers split their reduction by SM count
 
@@ -345,18 +348,18 @@ def _same_padding(size: int, ks: int, stride: int) -> tuple:
 
 def cases() -> list:
     """The labels of every benchmark case, in order."""
-    labels = [c[0] for c in MATMUL_CASES + CONV_CASES + LSTM_CASES]
+    labels = [c[0] for c in MATMUL_CASES + CONV_CASES + LSTM_CASES + GRU_CASES]
     return labels + [f"softmax-xent {rows}x{c}" for rows, c in XENT_CASES]
 
 
 def run_case(case: str, dtype: torch.dtype = torch.float32) -> None:
     """Calls the routes the benchmark calls for one case, on meta tensors of `dtype`."""
-    from keratron.triton_kernels import conv2d, lstm, matmul, softmax_xent
+    from keratron.triton_kernels import conv2d, gru, lstm, matmul, softmax_xent
 
     def meta(*shape, dtype=dtype):
         return torch.empty(*shape, dtype=dtype, device="meta")
 
-    by_label = {c[0]: c for c in MATMUL_CASES + CONV_CASES + LSTM_CASES}
+    by_label = {c[0]: c for c in MATMUL_CASES + CONV_CASES + LSTM_CASES + GRU_CASES}
     if case.startswith("softmax-xent"):
         rows, c = (int(v) for v in case.split()[1].split("x"))
         labels = meta(rows, dtype=torch.int64)
@@ -373,6 +376,13 @@ def run_case(case: str, dtype: torch.dtype = torch.float32) -> None:
         g = conv2d.conv_route(x, k, meta(f), activation=act, **geom)
         conv2d.grad_input_route(g, k, input_shape=tuple(x.shape), **geom)
         conv2d.grad_filter_route(x, g, kernel_shape=tuple(k.shape), **geom)
+    elif case in {c[0] for c in GRU_CASES}:
+        _, b, t, u = by_label[case]
+        params = dict(reverse=False, reset_after=True, activation="tanh",
+                      recurrent_activation="sigmoid", zero_output_for_mask=False)  # fmt: skip
+        x, h0, kernel, bias = meta(b, t, 3 * u), meta(b, u), meta(u, 3 * u), meta(3 * u)
+        all_h, _, gates, aux = gru.forward_route(x, h0, kernel, bias, None, **params)
+        gru.backward_route(meta(b, t, u), h0, h0, kernel, bias, None, all_h, gates, aux, **params)
     else:
         _, b, t, u = by_label[case]
         params = dict(reverse=False, activation="tanh", recurrent_activation="sigmoid",

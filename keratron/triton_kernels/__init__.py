@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # The modules whose import registers the routes; each has a private kernel module `_<name>`.
-ROUTE_MODULES = ("matmul", "softmax_xent", "conv2d", "lstm")
+ROUTE_MODULES = ("matmul", "softmax_xent", "conv2d", "lstm", "gru")
 
 _counts: Counter = Counter()
 

@@ -111,7 +111,7 @@ def test_registry_modules_come_from_routes():
     routes = aot.routes()
     assert set(routes) == {
         "matmul", "conv", "conv_grad_input", "conv_grad_filter", "lstm", "lstm_grad",
-        "softmax_cross_entropy", "softmax_cross_entropy_grad",
+        "softmax_cross_entropy", "softmax_cross_entropy_grad", "gru", "gru_grad",
     }  # fmt: skip
     assert aot.kernel_modules() == list(dict.fromkeys("_" + m for m in routes.values()))
 

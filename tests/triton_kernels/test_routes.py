@@ -25,6 +25,8 @@ def test_every_route_module_registers_its_routes_without_importing_triton():
         "conv_grad_filter": "keratron.triton_kernels.conv2d",
         "lstm": "keratron.triton_kernels.lstm",
         "lstm_grad": "keratron.triton_kernels.lstm",
+        "gru": "keratron.triton_kernels.gru",
+        "gru_grad": "keratron.triton_kernels.gru",
         "softmax_cross_entropy": "keratron.triton_kernels.softmax_xent",
         "softmax_cross_entropy_grad": "keratron.triton_kernels.softmax_xent",
     }
