@@ -18,6 +18,17 @@ from keratron.autodiff.tensor import mark_written
 from keratron.compat.v1 import array_ops, math_ops
 from keratron.compat.v1 import variables as variables_lib
 from keratron.compat.v1.checkpoint import Checkpoint, CheckpointManager
+from keratron.compat.v1.example_proto import (
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+)
 from keratron.compat.v1.framework import (
     GraphKeys,
     convert_to_tensor,
@@ -68,6 +79,15 @@ from keratron.compat.v1.saver import (
 )
 
 __all__ = [
+    "BytesList",
+    "Example",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
+    "FloatList",
+    "Int64List",
+    "SequenceExample",
     "Checkpoint",
     "CheckpointManager",
     "Optimizer",

@@ -30,6 +30,17 @@ from keratron.autodiff.tape import stop_recording_all
 from keratron.autodiff.tensor import Variable as _KVariable
 from keratron.compat.v1 import checkpoint as _v1
 from keratron.compat.v1.checkpoint import CheckpointManager
+from keratron.compat.v1.example_proto import (
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+)
 from keratron.compat.v1.saver import (
     get_checkpoint_state,
     latest_checkpoint,
@@ -40,6 +51,15 @@ from keratron.compat.v1.saver import (
 from keratron.data.dataset import Iterator as _Iterator
 
 __all__ = [
+    "BytesList",
+    "Example",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
+    "FloatList",
+    "Int64List",
+    "SequenceExample",
     "Checkpoint",
     "CheckpointManager",
     "get_checkpoint_state",
