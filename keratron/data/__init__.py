@@ -16,6 +16,7 @@ from keratron.data.dataset import (
 )
 from keratron.data.readers import TextLineDataset
 from keratron.data.structure import TensorSpec
+from keratron.data.tfrecord import TFRecordDataset
 
 __all__ = [
     "AUTOTUNE",
@@ -25,5 +26,6 @@ __all__ = [
     "Iterator",
     "TensorSpec",
     "TextLineDataset",
+    "TFRecordDataset",
     "experimental",
 ]
