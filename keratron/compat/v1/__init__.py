@@ -156,6 +156,17 @@ from keratron.compat.v1.queues import (
     decode_raw,
 )
 from keratron.compat.v1.session import InteractiveSession, Session, get_default_session
+from keratron.compat.v1.tfrecord import (
+    FixedLenFeature,
+    SparseTensor,
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+    tf_record_iterator,
+)
 from keratron.compat.v1.variables import (
     AUTO_REUSE,
     Variable,
@@ -250,6 +261,15 @@ random = _Namespace(
     set_random_seed=set_random_seed,
     log_uniform_candidate_sampler=nn.log_uniform_candidate_sampler,
     uniform_candidate_sampler=nn.uniform_candidate_sampler,
+)  # fmt: skip
+python_io = _Namespace(
+    TFRecordWriter=TFRecordWriter, TFRecordOptions=TFRecordOptions,
+    TFRecordCompressionType=TFRecordCompressionType, tf_record_iterator=tf_record_iterator,
+)  # fmt: skip
+io = _Namespace(
+    **python_io.__dict__, FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
+    parse_example=parse_example, parse_single_example=parse_single_example,
+    decode_csv=decode_csv, decode_raw=decode_raw,
 )  # fmt: skip
 # TF1's `tf.contrib.rnn` names for the cells and loops.
 contrib = _Namespace(

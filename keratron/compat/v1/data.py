@@ -21,6 +21,7 @@ from keratron.compat.v1.framework import TensorShape, as_dtype, get_default_grap
 __all__ = [
     "Dataset",
     "Iterator",
+    "TFRecordDataset",
     "make_one_shot_iterator",
     "make_initializable_iterator",
     "get_output_types",
@@ -96,6 +97,16 @@ def _static(name):
 
 for _name in ("from_tensor_slices", "from_tensors", "from_generator", "range", "zip"):
     setattr(Dataset, _name, _static(_name))
+
+
+class TFRecordDataset(Dataset):
+    """`tf.data.TFRecordDataset`: the records of TFRecord files, as bytes elements
+    (`keratron.data.TFRecordDataset` with TensorFlow 1's iterator methods)."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
+        super().__init__(
+            kdata.TFRecordDataset(filenames, compression_type, buffer_size, num_parallel_reads)
+        )
 
 
 class Iterator:

@@ -17,6 +17,8 @@ Example:
 # ruff: noqa: F401, A004
 from __future__ import annotations
 
+import types as _types
+
 import keratron as keras
 from keratron import data, estimator, feature_column
 from keratron.autodiff import GradientTape, Tensor, is_tensor
@@ -37,6 +39,15 @@ from keratron.compat.v1.dtypes import (  # noqa: E402
     uint16,
 )
 from keratron.compat.v1.framework import DType, as_dtype
+from keratron.compat.v1.tfrecord import (
+    FixedLenFeature,
+    SparseTensor,
+    TFRecordOptions,
+    TFRecordWriter,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
 from keratron.compat.v2 import debugging, linalg, math, nest, nn, random, train
 from keratron.compat.v2.function import custom_gradient, function
 from keratron.compat.v2.module import Module
@@ -121,3 +132,10 @@ from keratron.data import TensorSpec
 def executing_eagerly() -> bool:
     """False while `tf.function` traces its Python body, True otherwise (as in TF)."""
     return not _is_tracing()
+
+
+io = _types.SimpleNamespace(
+    TFRecordWriter=TFRecordWriter, TFRecordOptions=TFRecordOptions,
+    FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
+    parse_example=parse_example, parse_single_example=parse_single_example,
+)  # fmt: skip
