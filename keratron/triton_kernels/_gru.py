@@ -1,8 +1,8 @@
 """Triton kernels for the GRU recurrence (`gru`) and its backpropagation through time
 (`gru_grad`), in Keras's gate order (z, r, h), with `reset_after` both ways.
 
-One plan, "resident" (units <= RESIDENT_UNITS: 64 in every dtype): the forward is one launch
-per sequence. A program owns BLOCK_B = 16 batch rows and every unit of them (grid
+With the recurrent kernel resident (units <= RESIDENT_UNITS: 64 in every dtype) the forward
+is one launch per sequence. A program owns BLOCK_B = 16 batch rows and every unit of them (grid
 cdiv(B, 16)), so the recurrence needs no synchronisation between programs. The three (W, W)
 gate blocks of the recurrent kernel (W = units padded to a power of two) are loaded once
 before the time loop and stay on chip (3 * W^2 * s bytes: 48 KiB at W = 64 in float32, 24 KiB
@@ -21,12 +21,20 @@ steps T-1 .. 0 with the transposed gate blocks on chip (`dh = dh_new * z + drec 
 `dU = [h_prev, a']^T @ drec` over all B * T rows (a' = h_prev, or `a` = r * h for the
 candidate block with reset_after=False) and the recurrent bias's gradient (its column sums).
 
-Larger unit counts raise NotImplementedError and the reference runs: a streamed plan (the
-recurrent kernel read from L2 every step, as the LSTM's) would need, with reset_after=False,
-a second block-wide barrier a step between r * h and its product with U_h.
+Two plans, picked by `plan(units, dtype)`:
 
-The limit is the AOT report's (sm_90 and sm_80, 8 warps, `make kernels-report`): at W = 64
-the resident kernels take at most 150 registers (float32) / 142 (half types), no spills, and
+- "resident" (above): forward and backward, one launch per sequence each.
+- "streamed" (up to PERSISTENT_MAX_UNITS = 1024 units): the forward only, same ownership and
+  one launch per sequence, the recurrent kernel read from L2 in (BLOCK_K, BLOCK_N) tiles at
+  every step (3 * U^2 * s bytes a program a step), h in the program's rows of a
+  double-buffered (2, B, U) state buffer, one `tl.debug_barrier` a step, two with
+  reset_after=False (r * h is written for every unit before its product with U_h). At most
+  128 registers and no spills (8 or 16 warps, num_stages=1). Its backward declines
+  (NotImplementedError) and the reference runs on the same residuals; so does everything
+  past 1024 units.
+
+The resident limit is the AOT report's (sm_90 and sm_80, 8 warps, `make kernels-report`): at
+W = 64 the resident kernels take at most 150 registers (float32) / 142 (half types), no spills, and
 60 KiB / 30 KiB of shared memory; at W = 128 every dtype's backward spills (48-144 B/thread)
 and float32 asks for 200-216 KiB of shared memory, over sm_80's 163 KiB a block.
 
@@ -348,6 +356,182 @@ def _gru_dkernel_kernel(
             tl.store(db_ptr + rn, db.to(dtype), mask=n_ok)
 
 
+# ------------------------------------------------------------------- streamed forward
+# One program owns BLOCK_B batch rows and every unit of them, as in the resident kernels, but
+# the recurrent kernel is read from L2 in (BLOCK_K, BLOCK_N) tiles at every step, looping over
+# unit tiles. Within a program the threads that write the states of step t are not the ones
+# that read them as the dot operand of step t + 1: `tl.debug_barrier` (bar.sync, which orders
+# the block's global and shared memory accesses) separates the steps, and double-buffered
+# states keep a step's writes off the buffer its other unit tiles still read. With
+# reset_after=False a second barrier a step separates the writes of r * h (aux) from its
+# product with U_h.
+@triton.jit
+def _fwd_finish(
+    h_new, h_old, m_ptr, h_out_ptr, out_ptr, b_ok, tile_ok, rb, rn, U, T, t, t_src, stride_mb,
+    stride_mt, HAS_MASK: tl.constexpr, ZERO_OUTPUT: tl.constexpr,
+):  # fmt: skip
+    """The streamed forward's last writes for the (rb, rn) tile of step t: the state leaving
+    the step into h_out (B, U) and the output (B, T, U)."""
+    dtype = out_ptr.dtype.element_ty
+    out_ptrs = out_ptr + rb[:, None] * T * U + rn[None, :]
+    if HAS_MASK:
+        live = tl.load(m_ptr + rb * stride_mb + t_src * stride_mt, mask=b_ok, other=0) != 0
+        live = live[:, None]
+        h_keep = tl.where(live, h_new, h_old)
+        if ZERO_OUTPUT:
+            out = tl.where(live, h_new, 0.0)
+        else:
+            # A masked step repeats the previous step's output (zeros before the first).
+            t_prev = tl.maximum(t - 1, 0)
+            prev = tl.load(out_ptrs + t_prev * U, mask=tile_ok, other=0.0).to(tl.float32)
+            prev = tl.where(t > 0, prev, 0.0)
+            out = tl.where(live, h_new, prev)
+    else:
+        h_keep = h_new
+        out = h_new
+    tl.store(h_out_ptr + rb[:, None] * U + rn[None, :], h_keep.to(dtype), mask=tile_ok)
+    tl.store(out_ptrs + t * U, out.to(dtype), mask=tile_ok)
+
+
+@triton.jit
+def _gru_fwd_seq_kernel(
+    x_ptr,
+    k_ptr,
+    b_ptr,
+    m_ptr,
+    h0_ptr,
+    h_buf_ptr,
+    gates_ptr,
+    aux_ptr,
+    out_ptr,
+    B,
+    U,
+    T,
+    stride_xb,
+    stride_xt,
+    stride_xf,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    HAS_BIAS: tl.constexpr,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    RESET_AFTER: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """The whole forward sequence for BLOCK_B batch rows, the recurrent kernel streamed from
+    L2 at every step. States live in h_buf (2, B, U), which the kernel fills from h0 first (so
+    re-running it, as autotuning does, gives the same result); the final state is in buffer
+    T % 2. Outputs as `_gru_fwd_resident_kernel`'s."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    b_ok = rb < B
+    for n0 in range(0, U, BLOCK_N):
+        rn = n0 + tl.arange(0, BLOCK_N)
+        ok = b_ok[:, None] & (rn < U)[None, :]
+        state = rb[:, None] * U + rn[None, :]
+        tl.store(h_buf_ptr + state, tl.load(h0_ptr + state, mask=ok), mask=ok)
+    tl.debug_barrier()
+    dtype = gates_ptr.dtype.element_ty
+    gate_cols = U * stride_kc
+    x_gate = U * stride_xf
+    for t in range(0, T):
+        if REVERSE:
+            t_src = T - 1 - t
+        else:
+            t_src = t
+        h_in_ptr = h_buf_ptr + (t % 2) * B * U
+        h_out_ptr = h_buf_ptr + ((t + 1) % 2) * B * U
+        for n0 in range(0, U, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            n_ok = rn < U
+            tile_ok = b_ok[:, None] & n_ok[None, :]
+            acc_z = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            acc_r = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            acc_h = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            for k0 in range(0, U, BLOCK_K):
+                rk = k0 + tl.arange(0, BLOCK_K)
+                k_ok = rk < U
+                h = tl.load(
+                    h_in_ptr + rb[:, None] * U + rk[None, :],
+                    mask=b_ok[:, None] & k_ok[None, :],
+                    other=0.0,
+                )
+                w_ptrs = k_ptr + rk[:, None] * stride_kr + rn[None, :] * stride_kc
+                w_ok = k_ok[:, None] & n_ok[None, :]
+                w = tl.load(w_ptrs, mask=w_ok, other=0.0)
+                acc_z = tl.dot(h, w, acc_z, input_precision=PRECISION)
+                w = tl.load(w_ptrs + gate_cols, mask=w_ok, other=0.0)
+                acc_r = tl.dot(h, w, acc_r, input_precision=PRECISION)
+                if RESET_AFTER:
+                    w = tl.load(w_ptrs + 2 * gate_cols, mask=w_ok, other=0.0)
+                    acc_h = tl.dot(h, w, acc_h, input_precision=PRECISION)
+            x_ptrs = x_ptr + rb[:, None] * stride_xb + t_src * stride_xt + rn[None, :] * stride_xf
+            acc_z += tl.load(x_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+            acc_r += tl.load(x_ptrs + x_gate, mask=tile_ok, other=0.0).to(tl.float32)
+            if HAS_BIAS:
+                acc_z += tl.load(b_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+                acc_r += tl.load(b_ptr + U + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+                acc_h += tl.load(b_ptr + 2 * U + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+            z = activate(acc_z, RACT)
+            r = activate(acc_r, RACT)
+            state = rb[:, None] * U + rn[None, :]
+            h_old = tl.load(h_in_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+            g_ptrs = gates_ptr + t * B * 3 * U + rb[:, None] * 3 * U + rn[None, :]
+            tl.store(g_ptrs, z.to(dtype), mask=tile_ok)
+            tl.store(g_ptrs + U, r.to(dtype), mask=tile_ok)
+            if RESET_AFTER:
+                a = acc_h.to(dtype)
+                x_h = tl.load(x_ptrs + 2 * x_gate, mask=tile_ok, other=0.0).to(tl.float32)
+                hh = activate(x_h + r * a.to(tl.float32), ACT)
+                tl.store(g_ptrs + 2 * U, hh.to(dtype), mask=tile_ok)
+                tl.store(aux_ptr + t * B * U + state, a, mask=tile_ok)
+                h_new = hh + z * (h_old - hh)
+                _fwd_finish(h_new, h_old, m_ptr, h_out_ptr, out_ptr, b_ok, tile_ok, rb, rn, U,
+                            T, t, t_src, stride_mb, stride_mt, HAS_MASK, ZERO_OUTPUT)  # fmt: skip
+            else:
+                tl.store(aux_ptr + t * B * U + state, (r * h_old).to(dtype), mask=tile_ok)
+        if not RESET_AFTER:
+            # The candidate needs every unit of r * h: its writes above come first.
+            tl.debug_barrier()
+            a_row = aux_ptr + t * B * U + rb[:, None] * U
+            for n0 in range(0, U, BLOCK_N):
+                rn = n0 + tl.arange(0, BLOCK_N)
+                n_ok = rn < U
+                tile_ok = b_ok[:, None] & n_ok[None, :]
+                acc_h = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+                for k0 in range(0, U, BLOCK_K):
+                    rk = k0 + tl.arange(0, BLOCK_K)
+                    k_ok = rk < U
+                    a = tl.load(a_row + rk[None, :], mask=b_ok[:, None] & k_ok[None, :], other=0.0)
+                    w = tl.load(
+                        k_ptr + rk[:, None] * stride_kr + rn[None, :] * stride_kc + 2 * gate_cols,
+                        mask=k_ok[:, None] & n_ok[None, :],
+                        other=0.0,
+                    )
+                    acc_h = tl.dot(a, w, acc_h, input_precision=PRECISION)
+                x_ptrs = (
+                    x_ptr + rb[:, None] * stride_xb + t_src * stride_xt + rn[None, :] * stride_xf
+                )
+                x_h = tl.load(x_ptrs + 2 * x_gate, mask=tile_ok, other=0.0).to(tl.float32)
+                hh = activate(acc_h + x_h, ACT)
+                state = rb[:, None] * U + rn[None, :]
+                g_ptrs = gates_ptr + t * B * 3 * U + rb[:, None] * 3 * U + rn[None, :]
+                z = tl.load(g_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+                tl.store(g_ptrs + 2 * U, hh.to(dtype), mask=tile_ok)
+                h_old = tl.load(h_in_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+                h_new = hh + z * (h_old - hh)
+                _fwd_finish(h_new, h_old, m_ptr, h_out_ptr, out_ptr, b_ok, tile_ok, rb, rn, U,
+                            T, t, t_src, stride_mb, stride_mt, HAS_MASK, ZERO_OUTPUT)  # fmt: skip
+        tl.debug_barrier()
+
+
 # ---------------------------------------------------------------------------------- configs
 # One config: a program is BLOCK_B batch rows for the whole sequence, so the grid is
 # cdiv(B, BLOCK_B) and a small BLOCK_B means more programs (SMs) at work; 8 warps, as the
@@ -365,6 +549,13 @@ BWD_RESIDENT = Kernel(
     _gru_bwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "gru_grad", {"m_ptr": "u8"}
 )
 DKERNEL = Kernel(_gru_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "gru_grad")
+# The streamed forward: a batch tile for the whole sequence, a unit tile and a K tile inside
+# each step; not pipelined (num_stages=1), as the LSTM's streamed kernels.
+SEQ_CONFIGS = [
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=8, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=16, num_stages=1),
+]
+FWD_SEQ = Kernel(_gru_fwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "gru", {"m_ptr": "u8"})
 
 # The largest unit count whose recurrent kernel stays on chip, per dtype: the widest padded
 # width (UNITS, a power of two) whose resident kernels, forward and backward, compile for
@@ -374,15 +565,24 @@ RESIDENT_UNITS = {torch.float32: 64, torch.float16: 64, torch.bfloat16: 64}
 RESIDENT_MIN_WIDTH = {torch.float32: 16, torch.float16: 32, torch.bfloat16: 32}
 
 
+# Up to this many units the forward streams the recurrent kernel through one SM a step
+# (3 * U^2 * s bytes: 12 MiB at 1024 float32 units), as the LSTM's streamed plan.
+PERSISTENT_MAX_UNITS = 1024
+
+
 def plan(units: int, dtype: torch.dtype) -> str | None:
     """Which kernels run a GRU of `units` in `dtype`: "resident" (one launch per sequence,
-    recurrent kernel on chip), or None (no kernel: the routes raise NotImplementedError).
+    recurrent kernel on chip, forward and backward), "streamed" (a forward launch per
+    sequence with the recurrent kernel read from L2 every step; the backward runs the
+    reference), or None (no kernel: the routes raise NotImplementedError).
 
     Example:
         >>> plan(32, torch.float32)
         'resident'
     """
-    return "resident" if units <= RESIDENT_UNITS.get(dtype, 0) else None
+    if units <= RESIDENT_UNITS.get(dtype, 0):
+        return "resident"
+    return "streamed" if units <= PERSISTENT_MAX_UNITS else None
 
 
 def _resident_width(units: int, dtype: torch.dtype) -> int:
@@ -396,12 +596,13 @@ def _batch_grid(batch):
 
 
 # -------------------------------------------------------------------------------- launchers
-def _check_plan(op, units, dtype):
-    if plan(units, dtype) is None:
-        raise NotImplementedError(
-            f"{op}: {units} units in {dtype} is over the resident limit "
-            f"({RESIDENT_UNITS.get(dtype, 0)})"
-        )
+def _check_plan(op, units, dtype, supported):
+    """The plan for `units`, or NotImplementedError when it is not one of `supported`."""
+    mode = plan(units, dtype)
+    if mode not in supported:
+        limit = PERSISTENT_MAX_UNITS if "streamed" in supported else RESIDENT_UNITS.get(dtype, 0)
+        raise NotImplementedError(f"{op}: {units} units in {dtype} is over the limit ({limit})")
+    return mode
 
 
 def _check_shapes(op, width, units, kernel, recurrent_bias):
@@ -433,7 +634,7 @@ def forward_route(
     backward expects them.
 
     Raises:
-        NotImplementedError: for more units than RESIDENT_UNITS, dtypes other than
+        NotImplementedError: for more units than PERSISTENT_MAX_UNITS, dtypes other than
             float32/float16/bfloat16, unknown activations, mixed dtypes/devices, or tensors
             too large for int32 offsets.
     """
@@ -448,22 +649,28 @@ def forward_route(
     aux = new((steps, batch, units))
     if steps == 0 or batch == 0 or units == 0:
         return all_h, new((batch, units)).copy_(h0), gates, aux
-    _check_plan("gru", units, x_proj.dtype)
+    mode = _check_plan("gru", units, x_proj.dtype, ("resident", "streamed"))
     m, smb, smt = _mask_arg(mask, x_proj)
-    h_last = new((batch, units))
-    bias = x_proj if recurrent_bias is None else recurrent_bias.contiguous()
-    FWD_RESIDENT.launch(
-        _batch_grid(batch), x_ptr=x_proj, k_ptr=kernel, b_ptr=bias, m_ptr=m,
-        h0_ptr=h0.contiguous(), h_last_ptr=h_last, gates_ptr=gates, aux_ptr=aux, out_ptr=all_h,
-        B=batch, U=units, T=steps,
+    args = dict(
+        x_ptr=x_proj, k_ptr=kernel, m_ptr=m, gates_ptr=gates, aux_ptr=aux, out_ptr=all_h,
+        b_ptr=x_proj if recurrent_bias is None else recurrent_bias.contiguous(),
+        h0_ptr=h0.contiguous(), B=batch, U=units, T=steps,
         stride_xb=x_proj.stride(0), stride_xt=x_proj.stride(1), stride_xf=x_proj.stride(2),
         stride_kr=kernel.stride(0), stride_kc=kernel.stride(1), stride_mb=smb, stride_mt=smt,
         HAS_BIAS=recurrent_bias is not None, HAS_MASK=mask is not None,
         ZERO_OUTPUT=bool(zero_output_for_mask), REVERSE=bool(reverse),
         RESET_AFTER=bool(reset_after), ACT=activation_code("gru", activation),
         RACT=activation_code("gru", recurrent_activation),
-        PRECISION=dot_precision(x_proj.dtype), UNITS=_resident_width(units, x_proj.dtype),
+        PRECISION=dot_precision(x_proj.dtype),
     )  # fmt: skip
+    if mode == "streamed":
+        h_buf = new((2, batch, units))
+        FWD_SEQ.launch(_batch_grid(batch), h_buf_ptr=h_buf, **args)
+        return all_h, h_buf[steps % 2], gates, aux
+    h_last = new((batch, units))
+    FWD_RESIDENT.launch(
+        _batch_grid(batch), h_last_ptr=h_last, UNITS=_resident_width(units, x_proj.dtype), **args
+    )
     return all_h, h_last, gates, aux
 
 
@@ -488,7 +695,7 @@ def backward_route(
     products' cotangents with reset_after, zeros without.
 
     Raises:
-        NotImplementedError: as `forward_route`.
+        NotImplementedError: as `forward_route`, and for more units than RESIDENT_UNITS.
     """
     tensors = [g_all, g_h, h0, kernel, all_h, gates, aux]
     tensors += [] if recurrent_bias is None else [recurrent_bias]
@@ -503,7 +710,7 @@ def backward_route(
     if steps == 0 or batch == 0 or units == 0:
         dh0 = new((batch, units)).copy_(g_h)
         return dx, dh0, kernel.new_zeros(kernel.shape), gates.new_zeros((width,))
-    _check_plan("gru_grad", units, gates.dtype)
+    _check_plan("gru_grad", units, gates.dtype, ("resident",))
     m, smb, smt = _mask_arg(mask, gates)
     precision = dot_precision(gates.dtype)
     h_prev = new((steps, batch, units))
@@ -540,8 +747,9 @@ def backward_route(
 def aot_specs():
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config of every kernel here: the resident kernels at the narrowest and the widest width
-    each dtype runs them at, both reset_after modes, in the representative case (masked,
-    reversed, with a recurrent bias, tanh / sigmoid, fp32 with TF32 dots); dU at every config.
+    each dtype runs them at, and the streamed forward at every config in fp32 and the first in
+    half types, both reset_after modes, in the representative case (masked, reversed, with a
+    recurrent bias, tanh / sigmoid, fp32 with TF32 dots); dU at every config.
 
     Example:
         >>> name, fn, signature, constexprs, num_warps, num_stages = aot_specs()[0]
@@ -561,6 +769,17 @@ def aot_specs():
                 specs.append(FWD_RESIDENT.aot_spec(label, dtype, dict(consts, HAS_BIAS=True), cfg))
                 label = f"gru_bwd_resident_{mode}_{dt}_u{width}"
                 specs.append(BWD_RESIDENT.aot_spec(label, dtype, consts, cfg))
+    for reset_after in (True, False):
+        mode = "ra" if reset_after else "rb"
+        consts = dict(seq, RESET_AFTER=reset_after, HAS_BIAS=reset_after)
+        for i, cfg in enumerate(SEQ_CONFIGS):
+            label = f"gru_fwd_seq_{mode}_fp32_{i}"
+            f32 = dict(consts, PRECISION="tf32")
+            specs.append(FWD_SEQ.aot_spec(label, torch.float32, f32, cfg))
+        for dtype in (torch.float16, torch.bfloat16):
+            label = f"gru_fwd_seq_{mode}_{TRITON_TYPES[dtype]}_0"
+            half = dict(consts, PRECISION="ieee")
+            specs.append(FWD_SEQ.aot_spec(label, dtype, half, SEQ_CONFIGS[0]))
     for i, cfg in enumerate(DKERNEL_CONFIGS):
         consts = dict(PRECISION="tf32", HAS_DB=True)
         specs.append(DKERNEL.aot_spec(f"gru_dkernel_fp32_{i}", torch.float32, consts, cfg))

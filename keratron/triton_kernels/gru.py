@@ -1,9 +1,9 @@
 """The Triton routes of the "gru" and "gru_grad" primitives: one launch per sequence with the
-time loop inside the kernel and the recurrent kernel on chip, up to 64 units (more raise
-NotImplementedError and the reference runs); backpropagation through time runs last step
-first in one launch, then one for the recurrent kernel's gradient. The kernels, configs and
-launch specs live in `_gru`, loaded on the first call; the module's other names (`plan`,
-`RESIDENT_UNITS`, `aot_specs`, ...) are read from there."""
+time loop inside the kernel, forward and backward (then one launch for the recurrent kernel's
+gradient) with the recurrent kernel on chip up to 64 units; the forward alone, streaming the
+recurrent kernel, up to 1024. Other sizes raise NotImplementedError and the reference runs.
+The kernels, configs and launch specs live in `_gru`, loaded on the first call; the module's
+other names (`plan`, `RESIDENT_UNITS`, `aot_specs`, ...) are read from there."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def forward_route(x_proj, h0, kernel, recurrent_bias, mask, reverse, reset_after
     `(all_h, last_h, gates, aux)`, gates and aux time-major in processed order.
 
     Raises:
-        NotImplementedError: for more units than `RESIDENT_UNITS`, dtypes other than
+        NotImplementedError: for more than 1024 units, dtypes other than
             float32/float16/bfloat16, unknown activations, mixed dtypes/devices, or tensors
             too large for int32 offsets.
     """
@@ -38,7 +38,7 @@ def backward_route(g_all, g_h, h0, kernel, recurrent_bias, mask, all_h, gates, a
     with dx_proj (B, T, 3U) in source time order.
 
     Raises:
-        NotImplementedError: as `forward_route`.
+        NotImplementedError: as `forward_route`, and for more units than `RESIDENT_UNITS`.
     """
     return load("_gru").backward_route(g_all, g_h, h0, kernel, recurrent_bias, mask, all_h,
                                        gates, aux, reverse, reset_after, activation,

@@ -1,6 +1,7 @@
 """GRU Triton kernels (interpreter) against the CPU fallback: forward outputs, residuals and
 gradients w.r.t. x_proj, h0, the recurrent kernel and bias, on irregular shapes, both
-reset_after modes, masks and `reverse`."""
+reset_after modes, masks and `reverse`, through both plans (the recurrent kernel resident,
+forward and backward; or streamed, forward only)."""
 
 import contextlib
 
@@ -11,12 +12,24 @@ import torch
 import keratron as kt
 from keratron.ops import rnn
 from keratron.triton_kernels import gru as gru_kernels
+from keratron.triton_kernels import load
 from tests.triton_kernels.interpreter_fixes import widen_bf16_dots
 
 R = np.random.default_rng(11)
 
 # Max error relative to the reference's largest magnitude, per dtype.
 TOLERANCE = {"float32": 2e-4, "float16": 2e-2, "bfloat16": 8e-2}
+
+
+@pytest.fixture
+def force_plan(monkeypatch):
+    """force_plan(name) makes the routes run `name` whatever the size."""
+    module = load("_gru")
+
+    def force(name):
+        monkeypatch.setattr(module, "plan", lambda units, dtype: name)
+
+    return force
 
 
 @contextlib.contextmanager
@@ -191,22 +204,90 @@ def test_half_types_match_fallback_loosely(triton_backend, monkeypatch, dtype, r
         assert_close(a.value, b.value, rel=TOLERANCE[dtype], what=f"d{name}")
 
 
-def test_plan_follows_the_resident_limits():
+def test_plan_follows_the_limits():
     plan = gru_kernels.plan
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        assert [plan(u, dtype) for u in (5, 64, 65)] == ["resident", "resident", None]
+        assert [plan(u, dtype) for u in (5, 64, 65, 1024, 1025)] == [
+            "resident", "resident", "streamed", "streamed", None,
+        ]  # fmt: skip
 
 
-def test_units_over_the_limit_run_the_fallback(triton_backend):
-    """129 units: the route declines (NotImplementedError), which the forced backend reports
-    and "auto" turns into the reference."""
-    arrays, _, _ = make_case(2, 3, 129, False, bias=True)
-    with pytest.raises(ValueError, match="op 'gru'.*129 units"):
-        kt.ops.gru(**arrays)
-    assert "gru" not in triton_backend.launch_counts()
+STREAMED_CASES = [
+    # batch, steps, units, masked, reverse, zero_output_for_mask, reset_after, forced
+    (3, 7, 5, True, True, False, True, True),
+    (3, 7, 5, True, False, True, False, True),
+    (18, 4, 37, True, False, False, True, True),  # two programs, two unit and K tiles
+    (18, 4, 37, False, True, False, False, True),
+    (5, 3, 129, True, True, False, True, False),  # the route's own plan: five tiles of 32
+    (5, 3, 129, True, False, False, False, False),
+]
+
+
+@pytest.mark.parametrize(
+    "batch,steps,units,masked,reverse,zero_output,reset_after,forced", STREAMED_CASES
+)
+def test_streamed_forward_matches_fallback(
+    triton_backend, force_plan, batch, steps, units, masked, reverse, zero_output, reset_after,
+    forced,
+):  # fmt: skip
+    """The streamed plan's forward, outputs and residuals; its backward declines (the
+    reference runs it on the same residuals)."""
+    if forced:
+        force_plan("streamed")
+    arrays, weights, mask = make_case(batch, steps, units, masked, bias=reset_after)
+    x, h0, k = (torch.as_tensor(arrays[n]) for n in ("x_proj", "h0", "recurrent_kernel"))
+    b = torch.as_tensor(arrays["recurrent_bias"]) if reset_after else None
+    m = None if mask is None else torch.as_tensor(mask)
+    params = dict(
+        reverse=reverse, reset_after=reset_after, activation="tanh",
+        recurrent_activation="sigmoid", zero_output_for_mask=zero_output,
+    )  # fmt: skip
+    got = gru_kernels.forward_route(x, h0, k, b, m, **params)
+    ref = rnn._gru_impl(x, h0, k, b, m, **params)
+    assert triton_backend.launch_counts() == {"gru": 1}
+    for name, a, c in zip(("all_h", "last_h", "gates", "aux"), got, ref):
+        assert a.shape == c.shape and a.dtype == c.dtype, name
+        assert_close(a, c, what=name)
+    g_all, g_h = (torch.as_tensor(w) for w in weights)
+    with pytest.raises(NotImplementedError, match="gru_grad"):
+        gru_kernels.backward_route(g_all, g_h, h0, k, b, m, got[0], got[2], got[3], **params)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_streamed_half_types_match_fallback_loosely(triton_backend, force_plan, monkeypatch, dtype):
+    widen_bf16_dots(monkeypatch)
+    force_plan("streamed")
+    arrays, _, mask = make_case(3, 5, 37, True, bias=False)
+    vals = [torch.as_tensor(arrays[n]).to(getattr(torch, dtype)) for n in ("x_proj", "h0")]
+    k = torch.as_tensor(arrays["recurrent_kernel"]).to(getattr(torch, dtype))
+    params = dict(
+        reverse=False, reset_after=False, activation="tanh", recurrent_activation="sigmoid",
+        zero_output_for_mask=False,
+    )  # fmt: skip
+    got = gru_kernels.forward_route(*vals, k, None, torch.as_tensor(mask), **params)
+    ref = rnn._gru_impl(*vals, k, None, torch.as_tensor(mask), **params)
+    for name, a, c in zip(("all_h", "last_h", "gates", "aux"), got, ref):
+        assert a.dtype == c.dtype, name
+        assert_close(a, c, rel=TOLERANCE[dtype], what=name)
+
+
+def test_sizes_the_routes_decline_run_the_fallback(triton_backend):
+    """The backward past the resident limit (129 units) and the forward past the streamed one
+    (1025) decline (NotImplementedError): the forced backend reports it, "auto" runs the
+    reference."""
+    arrays, weights, _ = make_case(2, 3, 129, False, bias=True)
+    with pytest.raises(ValueError, match="op 'gru_grad'.*129 units"):
+        run_gru(arrays, weights, None)
+    assert triton_backend.launch_counts() == {"gru": 1}
     with backend("auto"):
-        all_h, _ = kt.ops.gru(**arrays)
-    assert all_h.shape == (2, 3, 129)
+        outs, grads = run_gru(arrays, weights, None)
+    with backend("fallback"):
+        ref_outs, ref_grads = run_gru(arrays, weights, None)
+    for name in arrays:
+        assert_close(grads[name], ref_grads[name], what=f"d{name}")
+    arrays, _, _ = make_case(2, 2, 1025, False, bias=False)
+    with pytest.raises(ValueError, match="op 'gru'.*1025 units"):
+        kt.ops.gru(**arrays)
 
 
 def test_empty_sequence_matches_fallback(triton_backend):
