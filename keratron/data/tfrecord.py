@@ -286,21 +286,22 @@ class TFRecordDataset(Dataset):
             )
 
         def make():
-            names = iter(files)
-            active = []
-            while True:
-                while len(active) < cycle:
+            # tf.data's interleave order: visit the slots in turn, a visit reads one record;
+            # a slot whose file is done is emptied and refilled with the next file when next
+            # visited.
+            names, slots, i, more = iter(files), [None] * cycle, 0, True
+            while more or any(slots):
+                if slots[i] is None and more:
                     filename = next(names, None)
-                    if filename is None:
-                        break
-                    active.append(read_records(filename, compression, op))
-                if not active:
-                    return
-                for reader in list(active):
-                    record = next(reader, None)
+                    more = filename is not None
+                    if more:
+                        slots[i] = read_records(filename, compression, op)
+                if slots[i] is not None:
+                    record = next(slots[i], None)
                     if record is None:
-                        active.remove(reader)
+                        slots[i] = None
                     else:
                         yield record
+                i = (i + 1) % cycle
 
         super().__init__(make, TensorSpec((), STRING), UNKNOWN_CARDINALITY, op)

@@ -119,8 +119,22 @@ def test_tensorflow_files_read_by_keratron(tmp_path, compression):
     assert list(tf1.io.tf_record_iterator(path, options)) == RECORDS
     ds = tf2.data.TFRecordDataset([path, path], compression_type=compression)
     assert list(ds) == RECORDS * 2
-    interleaved = tf2.data.TFRecordDataset([path, path], compression, num_parallel_reads=2)
-    assert list(interleaved) == [r for r in RECORDS for _ in range(2)]
+
+
+def test_files_interleave_in_tensorflows_order(tmp_path):
+    tf = _tf()
+    files = []
+    for name, n in [("a", 1), ("b", 3), ("c", 2), ("d", 2)]:
+        files.append(str(tmp_path / name))
+        with tf.io.TFRecordWriter(files[-1]) as writer:
+            for i in range(n):
+                writer.write(f"{name}{i}".encode())
+    for cycle in (2, 3):
+        theirs = tf.data.TFRecordDataset(files, num_parallel_reads=cycle)
+        ours = tf2.data.TFRecordDataset(files, num_parallel_reads=cycle)
+        assert list(ours) == [r.numpy() for r in theirs], cycle
+    from_dataset = tf2.data.TFRecordDataset(tf2.data.Dataset.from_tensor_slices(files))
+    assert list(from_dataset) == [r.numpy() for r in tf.data.TFRecordDataset(files)]
 
 
 @pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])
@@ -134,13 +148,12 @@ def test_keratron_files_read_by_tensorflow(tmp_path, compression):
     expected = RECORDS + [b"str record"]
     assert [r.numpy() for r in tf.data.TFRecordDataset(path, compression)] == expected
     assert list(tf.compat.v1.io.tf_record_iterator(path, compression)) == expected
-    if not compression:
-        reference = str(tmp_path / "tf.tfrecord")
-        with tf.io.TFRecordWriter(reference) as writer:
-            for r in expected:
-                writer.write(r)
-        with open(path, "rb") as a, open(reference, "rb") as b:
-            assert a.read() == b.read()  # the framing and every CRC32C, byte for byte
+    reference = str(tmp_path / "tf.tfrecord")
+    with tf.io.TFRecordWriter(reference, compression) as writer:
+        for r in expected:
+            writer.write(r)
+    with open(path, "rb") as a, open(reference, "rb") as b:
+        assert a.read() == b.read()  # the framing, every CRC32C and the zlib stream
 
 
 def _write(path, data: bytes):
