@@ -312,3 +312,63 @@ def test_dataset_map_pipeline_matches_tensorflow(tmp_path):
         with pytest.raises(tf1.errors.OutOfRangeError):
             sess.run(x)
     assert os.path.getsize(path) > 0
+
+
+def _sequence_example(T):
+    f = T.Feature
+    return T.SequenceExample(
+        context=T.Features(feature={"len": f(int64_list=T.Int64List(value=[2])),
+                                    "name": f(bytes_list=T.BytesList(value=[b"ab"]))}),
+        feature_lists=T.FeatureLists(feature_list={
+            "tok": T.FeatureList(feature=[f(float_list=T.FloatList(value=[1.0, 2.0])),
+                                          f(float_list=T.FloatList(value=[3.0, 4.0]))]),
+            "ids": T.FeatureList(feature=[f(int64_list=T.Int64List(value=[1])),
+                                          f(int64_list=T.Int64List(value=[2, 3, 4])),
+                                          f(int64_list=T.Int64List())])}),
+    ).SerializeToString()  # fmt: skip
+
+
+def test_sequence_features_match_tensorflow():
+    tf = _tf()
+    record = _sequence_example(tf.train)
+
+    def specs(lib):
+        context = {
+            "len": lib.io.FixedLenFeature([], lib.int64),
+            "name": lib.io.FixedLenFeature([], lib.string),
+            "miss": lib.io.FixedLenFeature([], lib.float32, default_value=1.5),
+        }
+        sequence = {
+            "tok": lib.io.FixedLenSequenceFeature([2], lib.float32),
+            "ids": lib.io.VarLenFeature(lib.int64),
+            "none": lib.io.FixedLenSequenceFeature([], lib.int64, allow_missing=True),
+            "absent": lib.io.VarLenFeature(lib.float32),
+        }
+        return context, sequence
+
+    ours = tf1.parse_single_sequence_example(record, *specs(tf1))
+    theirs = tf.io.parse_single_sequence_example(record, *specs(tf))
+    _assert_same(ours[0], theirs[0])
+    _assert_same(ours[1], theirs[1])
+    for lib in (tf, tf1):
+        with pytest.raises(
+            lib.errors.InvalidArgumentError, match="Feature list 'none' is required"
+        ):
+            lib.io.parse_single_sequence_example(
+                record, sequence_features={"none": lib.io.FixedLenSequenceFeature([], lib.int64)}
+            )
+        with pytest.raises(lib.errors.InvalidArgumentError, match="unexpected number of values"):
+            lib.io.parse_single_sequence_example(
+                record, sequence_features={"tok": lib.io.FixedLenSequenceFeature([3], lib.float32)}
+            )
+
+    # In Examples, FixedLenSequenceFeature reads any multiple of its shape; batches are padded.
+    x = [_example(tf.train, x=[1.0, 2.0, 3.0, 4.0]), _example(tf.train, x=[5.0, 6.0])]
+    x.append(tf.train.Example().SerializeToString())
+    for default in (None, -1.0):
+        spec = {"x": tf1.io.FixedLenSequenceFeature([2], tf1.float32, True, default)}
+        theirs_spec = {"x": tf.io.FixedLenSequenceFeature([2], tf.float32, True, default)}
+        _assert_same(tf1.io.parse_example(x, spec), tf.io.parse_example(x, theirs_spec))
+        _assert_same(
+            tf1.io.parse_single_example(x[0], spec), tf.io.parse_single_example(x[0], theirs_spec)
+        )

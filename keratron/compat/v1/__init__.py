@@ -158,6 +158,7 @@ from keratron.compat.v1.queues import (
 from keratron.compat.v1.session import InteractiveSession, Session, get_default_session
 from keratron.compat.v1.tfrecord import (
     FixedLenFeature,
+    FixedLenSequenceFeature,
     SparseTensor,
     TFRecordCompressionType,
     TFRecordOptions,
@@ -165,6 +166,7 @@ from keratron.compat.v1.tfrecord import (
     VarLenFeature,
     parse_example,
     parse_single_example,
+    parse_single_sequence_example,
     tf_record_iterator,
 )
 from keratron.compat.v1.variables import (
@@ -268,7 +270,9 @@ python_io = _Namespace(
 )  # fmt: skip
 io = _Namespace(
     **python_io.__dict__, FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
-    parse_example=parse_example, parse_single_example=parse_single_example,
+    FixedLenSequenceFeature=FixedLenSequenceFeature, parse_example=parse_example,
+    parse_single_example=parse_single_example,
+    parse_single_sequence_example=parse_single_sequence_example,
     decode_csv=decode_csv, decode_raw=decode_raw,
 )  # fmt: skip
 # TF1's `tf.contrib.rnn` names for the cells and loops.

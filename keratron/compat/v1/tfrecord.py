@@ -29,7 +29,7 @@ import numpy as np
 
 from keratron import ops
 from keratron.compat.v1 import errors
-from keratron.compat.v1.example_proto import DecodeError, Example
+from keratron.compat.v1.example_proto import DecodeError, Example, SequenceExample
 from keratron.compat.v1.framework import Tensor as _GraphTensor
 from keratron.compat.v1.framework import as_dtype
 from keratron.data.tfrecord import CorruptRecordError, check_compression, frame_record, read_records
@@ -37,6 +37,7 @@ from keratron.data.tfrecord import CorruptRecordError, check_compression, frame_
 __all__ = [
     "DataLossError",
     "FixedLenFeature",
+    "FixedLenSequenceFeature",
     "SparseTensor",
     "TFRecordCompressionType",
     "TFRecordOptions",
@@ -44,6 +45,7 @@ __all__ = [
     "VarLenFeature",
     "parse_example",
     "parse_single_example",
+    "parse_single_sequence_example",
     "tf_record_iterator",
 ]
 
@@ -241,6 +243,18 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature", "shape dtype def
         return super().__new__(cls, shape, dtype, default_value)
 
 
+class FixedLenSequenceFeature(
+    collections.namedtuple("FixedLenSequenceFeature", "shape dtype allow_missing default_value")
+):
+    """`tf.io.FixedLenSequenceFeature(shape, dtype, allow_missing=False, default_value=None)`:
+    any number of values of `shape` each, read as `[steps] + shape` (a batch is padded to
+    its longest with `default_value`, or zeros). In a SequenceExample's feature lists, one
+    value of `shape` per step; in an Example, `allow_missing` must be True."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
 class VarLenFeature(collections.namedtuple("VarLenFeature", "dtype")):
     """`tf.io.VarLenFeature(dtype)`: a feature with any number of values, read as a
     `SparseTensor`."""
@@ -276,13 +290,14 @@ class SparseTensor:
 _LIST_OF = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _TF_TYPE = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
 _NUMPY = {"float32": np.float32, "int64": np.int64, "string": object}
+_SPECS = (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature)
 
 
 def _feature_dtype(key, spec, op: str) -> str:
-    if not isinstance(spec, (FixedLenFeature, VarLenFeature)):
+    if not isinstance(spec, _SPECS):
         raise TypeError(
-            f"{op}: `features[{key!r}]` must be a FixedLenFeature or VarLenFeature. "
-            f"Received: {spec!r}"
+            f"{op}: `features[{key!r}]` must be a FixedLenFeature, FixedLenSequenceFeature or "
+            f"VarLenFeature. Received: {spec!r}"
         )
     name = as_dtype(spec.dtype).name
     if name not in _LIST_OF:
@@ -291,6 +306,15 @@ def _feature_dtype(key, spec, op: str) -> str:
             f"or string. Received: dtype={spec.dtype!r}"
         )
     return name
+
+
+def _check_features(features, op: str, what: str = "features") -> dict:
+    if not isinstance(features, dict):
+        raise ValueError(
+            f"{op}: `{what}` must be a dict of FixedLenFeature / VarLenFeature. Received: "
+            f"{what}={features!r}"
+        )
+    return {key: _feature_dtype(key, spec, op) for key, spec in features.items()}
 
 
 def _serialized_list(serialized, op: str) -> list:
@@ -314,110 +338,143 @@ def _serialized_list(serialized, op: str) -> list:
     return out
 
 
-def _values_of(record: bytes, keys, op: str) -> dict:
-    """{key: (list kind, values)} for the requested keys an Example has with a kind set."""
+def _decode(cls, record: bytes, op: str):
     try:
-        feature_map = Example.FromString(record).features.feature
+        return cls.FromString(record)
     except DecodeError:
         raise errors.InvalidArgumentError(
             None, None, f"{op}: Could not parse example input, value: {record[:64]!r}"
         ) from None
-    found = {}
-    for key in keys:
-        feature = dict.get(feature_map, key)
-        kind = feature.WhichOneof("kind") if feature is not None else None
-        if kind is not None:
-            found[key] = (kind, getattr(feature, kind).value)
-    return found
 
 
-def _to_output(array: np.ndarray, dtype: str):
+def _kind_and_values(feature):
+    """(list kind, values) of a Feature, or None when it has no kind set (as if missing)."""
+    kind = feature.WhichOneof("kind") if feature is not None else None
+    return None if kind is None else (kind, getattr(feature, kind).value)
+
+
+def _found(feature_map, keys) -> dict:
+    """{key: (list kind, values)} for the requested keys the map has with a kind set."""
+    pairs = ((key, _kind_and_values(dict.get(feature_map, key))) for key in keys)
+    return {key: pair for key, pair in pairs if pair is not None}
+
+
+def _array(values, dtype: str) -> np.ndarray:
+    out = np.empty(len(values), dtype=_NUMPY[dtype])
+    out[:] = values
+    return out
+
+
+def _output(array: np.ndarray, dtype: str):
     return array if dtype == "string" else ops.convert_to_tensor(array)
 
 
-def _parse(serialized, features, op: str, single: bool) -> dict:
-    if not isinstance(features, dict) or not features:
-        raise ValueError(
-            f"{op}: `features` must be a non-empty dict of FixedLenFeature / VarLenFeature. "
-            f"Received: features={features!r}"
-        )
-    dtypes = {key: _feature_dtype(key, spec, op) for key, spec in features.items()}
-    records = _serialized_list(serialized, op)
-    if single and len(records) != 1:
-        raise ValueError(f"{op}: `serialized` must be one record. Received: {len(records)}")
-    parsed = [_values_of(r, features, op) for r in records]
+def _sparse(rows: list, dtype: str, rank: int) -> SparseTensor:
+    """A SparseTensor of `rows` (lists of values): rank 2 is [rows, longest]; rank 1 is the
+    one row alone."""
+    width = max((len(r) for r in rows), default=0)
+    cols = np.concatenate([np.arange(len(r)) for r in rows] + [np.zeros(0, np.int64)])
+    if rank == 1:
+        indices, shape = cols[:, None], [width]
+    else:
+        row_ids = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+        indices, shape = np.stack([row_ids, cols], axis=1), [len(rows), width]
+    return SparseTensor(
+        ops.convert_to_tensor(indices.astype(np.int64).reshape(-1, rank)),
+        _output(_array([v for r in rows for v in r], dtype), dtype),
+        ops.convert_to_tensor(np.asarray(shape, np.int64)),
+    )
+
+
+def _type_error(message: str):
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _parse_found(parsed: list, features: dict, dtypes: dict, op: str, single: bool) -> dict:
+    """The parsed tensors of `features` from one `_found` dict per example."""
     where = "" if single else "Name: <unknown>, "
     result = {}
     sparse_keys = sorted(k for k, s in features.items() if isinstance(s, VarLenFeature))
-    dense_keys = sorted(k for k, s in features.items() if isinstance(s, FixedLenFeature))
     for key in sparse_keys:
         dtype = dtypes[key]
         rows = []
         for i, found in enumerate(parsed):
             kind, values = found.get(key, (_LIST_OF[dtype], []))
             if kind != _LIST_OF[dtype]:
-                raise errors.InvalidArgumentError(
-                    None, None,
+                raise _type_error(
                     f"{where}Key: {key}, Index: {i}.  Data types don't match. Expected type: "
-                    f"{_TF_TYPE[_LIST_OF[dtype]]}, Actual type: {_TF_TYPE[kind]}",
-                )  # fmt: skip
+                    f"{_TF_TYPE[_LIST_OF[dtype]]}, Actual type: {_TF_TYPE[kind]}"
+                )
             rows.append(values)
-        width = max((len(r) for r in rows), default=0)
-        values = np.empty(sum(len(r) for r in rows), dtype=_NUMPY[dtype])
-        values[:] = [v for r in rows for v in r]
-        cols = np.concatenate([np.arange(len(r)) for r in rows] + [np.zeros(0, int)])
-        if single:
-            indices, shape = cols[:, None], [width]
-        else:
-            batch = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
-            indices, shape = np.stack([batch, cols], axis=1), [len(rows), width]
-        result[key] = SparseTensor(
-            ops.convert_to_tensor(indices.astype(np.int64).reshape(-1, 1 if single else 2)),
-            _to_output(values, dtype),
-            ops.convert_to_tensor(np.asarray(shape, np.int64)),
-        )
-    for key in dense_keys:
+        result[key] = _sparse(rows, dtype, 1 if single else 2)
+    for key in sorted(k for k in features if k not in sparse_keys):
         spec, dtype = features[key], dtypes[key]
+        sequence = isinstance(spec, FixedLenSequenceFeature)
+        if sequence and not spec.allow_missing:
+            raise ValueError(
+                "Unsupported: FixedLenSequenceFeature requires allow_missing to be True."
+            )
         shape = tuple(int(d) for d in spec.shape)
         size = int(np.prod(shape))
         default = None
         if spec.default_value is not None:
             default = np.asarray(spec.default_value, dtype=_NUMPY[dtype])
-            if default.size != size:
+            if not sequence and default.size != size:
                 raise ValueError(
                     f"{op}: the default_value of feature {key!r} must have {size} values "
                     f"(shape {list(shape)}). Received: default_value={spec.default_value!r}"
                 )
-            default = default.reshape(shape)
-        out = np.empty((len(parsed),) + shape, dtype=_NUMPY[dtype])
-        for i, found in enumerate(parsed):
+            default = default if sequence else default.reshape(shape)
+        examples = []
+        for found in parsed:
             if key not in found:
-                if default is None:
-                    raise errors.InvalidArgumentError(
-                        None, None,
+                if default is None and not sequence:
+                    raise _type_error(
                         f"{where}Feature: {key} (data type: {_TF_TYPE[_LIST_OF[dtype]]}) is "
-                        "required but could not be found.",
-                    )  # fmt: skip
-                out[i] = default
+                        "required but could not be found."
+                    )
+                examples.append(_array([], dtype).reshape((0,) + shape) if sequence else default)
                 continue
             kind, values = found[key]
             if kind != _LIST_OF[dtype]:
-                raise errors.InvalidArgumentError(
-                    None, None,
+                raise _type_error(
                     f"{where}Key: {key}.  Data types don't match. Data type: {_TF_TYPE[kind]} "
-                    f"but expected type: {_TF_TYPE[_LIST_OF[dtype]]}",
-                )  # fmt: skip
-            if len(values) != size:
-                raise errors.InvalidArgumentError(
-                    None, None,
+                    f"but expected type: {_TF_TYPE[_LIST_OF[dtype]]}"
+                )
+            if sequence and (size == 0 or len(values) % size):
+                raise _type_error(
+                    f"Error while parsing feature with key {key}: number of elements should be "
+                    f"divisible by {size}, found {len(values)} instead"
+                )
+            if not sequence and len(values) != size:
+                raise _type_error(
                     f"{where}Key: {key}.  Can't parse serialized Example: expected {size} "
-                    f"values (shape {list(shape)}), found {len(values)}.",
-                )  # fmt: skip
-            flat = np.empty(size, dtype=_NUMPY[dtype])
-            flat[:] = values
-            out[i] = flat.reshape(shape)
-        result[key] = _to_output(out[0] if single else out, dtype)
+                    f"values (shape {list(shape)}), found {len(values)}."
+                )
+            examples.append(_array(values, dtype).reshape(((-1,) if sequence else ()) + shape))
+        if sequence:  # padded to the longest, with the default (or zeros / b"")
+            steps = max((len(e) for e in examples), default=0)
+            out = np.empty((len(examples), steps) + shape, dtype=_NUMPY[dtype])
+            out[...] = default if default is not None else (b"" if dtype == "string" else 0)
+            for i, e in enumerate(examples):
+                out[i, : len(e)] = e
+        else:
+            out = np.empty((len(examples),) + shape, dtype=_NUMPY[dtype])
+            for i, e in enumerate(examples):
+                out[i] = e
+        result[key] = _output(out[0] if single else out, dtype)
     return result
+
+
+def _parse(serialized, features, op: str, single: bool) -> dict:
+    dtypes = _check_features(features, op)
+    if not features:
+        raise ValueError(f"{op}: `features` must not be empty.")
+    records = _serialized_list(serialized, op)
+    if single and len(records) != 1:
+        raise ValueError(f"{op}: `serialized` must be one record. Received: {len(records)}")
+    parsed = [_found(_decode(Example, r, op).features.feature, features) for r in records]
+    return _parse_found(parsed, features, dtypes, op, single)
 
 
 def parse_example(serialized, features, name=None, example_names=None) -> dict:
@@ -458,3 +515,85 @@ def parse_single_example(serialized, features, name=None, example_names=None) ->
     """
     del name, example_names
     return _parse(serialized, features, "parse_single_example", single=True)
+
+
+def parse_single_sequence_example(
+    serialized, context_features=None, sequence_features=None, example_name=None, name=None
+):
+    """`tf.io.parse_single_sequence_example`: parses one serialized `tf.train.SequenceExample`.
+
+    Args:
+        serialized: one serialized SequenceExample (bytes).
+        context_features: a dict from key to `FixedLenFeature` / `VarLenFeature`, read from
+            the `context` Features as `parse_single_example` reads an Example.
+        sequence_features: a dict from key to `FixedLenSequenceFeature` (one value of its
+            shape per step: `[steps] + shape`) or `VarLenFeature` (a `SparseTensor` of
+            dense shape `[steps, longest]`), read from the `feature_lists`.
+        example_name: accepted for compatibility.
+        name: accepted for compatibility.
+
+    Returns:
+        A pair of dicts: the context tensors and the sequence tensors.
+
+    Raises:
+        ValueError: when both dicts are empty, or a FixedLenSequenceFeature has a default.
+        tf.errors.InvalidArgumentError: for unparsable bytes, a missing feature list (unless
+            `allow_missing`), a wrong value count or a dtype that does not match the data.
+    """
+    del example_name, name
+    op = "parse_single_sequence_example"
+    context_features, sequence_features = context_features or {}, sequence_features or {}
+    if not context_features and not sequence_features:
+        raise ValueError(
+            "Both context_features and sequence_features are None, but at least one should "
+            "have values."
+        )
+    context_dtypes = _check_features(context_features, op, "context_features")
+    sequence_dtypes = _check_features(sequence_features, op, "sequence_features")
+    records = _serialized_list(serialized, op)
+    if len(records) != 1:
+        raise ValueError(f"{op}: `serialized` must be one record. Received: {len(records)}")
+    message = _decode(SequenceExample, records[0], op)
+    context = _parse_found(
+        [_found(message.context.feature, context_features)], context_features, context_dtypes,
+        op, single=True,
+    )  # fmt: skip
+    lists = message.feature_lists.feature_list
+    sequences = {}
+    for key in sorted(sequence_features):
+        spec, dtype = sequence_features[key], sequence_dtypes[key]
+        if isinstance(spec, FixedLenFeature):
+            raise ValueError(f"{op}: sequence feature {key!r} must be a FixedLenSequenceFeature.")
+        if isinstance(spec, FixedLenSequenceFeature) and spec.default_value is not None:
+            raise ValueError(f"Value feature_list.dense_defaults[{key}] must be None")
+        feature_list = dict.get(lists, key)
+        steps = [] if feature_list is None else list(feature_list.feature)
+        rows = []
+        for i, feature in enumerate(steps):
+            kind, values = _kind_and_values(feature) or (_LIST_OF[dtype], [])
+            if kind != _LIST_OF[dtype]:
+                raise _type_error(
+                    f"Name: <unknown>, Feature list: {key}, Index: {i}.  Data types don't "
+                    f"match. Expected type: {_TF_TYPE[_LIST_OF[dtype]]}"
+                )
+            rows.append(values)
+        if isinstance(spec, VarLenFeature):
+            sequences[key] = _sparse(rows, dtype, 2)
+            continue
+        shape = tuple(int(d) for d in spec.shape)
+        if feature_list is None and not spec.allow_missing:
+            raise _type_error(
+                f"Name: <unknown>, Feature list '{key}' is required but could not be found.  "
+                "Did you mean to include it in feature_list_dense_missing_assumed_empty or "
+                "feature_list_dense_defaults?"
+            )
+        size = int(np.prod(shape))
+        if any(len(r) != size for r in rows):
+            raise _type_error(
+                f"Feature list '{key}' has an unexpected number of values.  Total values size: "
+                f"{sum(len(r) for r in rows)} is not consistent with output shape: "
+                f"[?,{','.join(str(d) for d in shape)}]"
+            )
+        flat = _array([v for r in rows for v in r], dtype)
+        sequences[key] = _output(flat.reshape((len(rows),) + shape), dtype)
+    return context, sequences

@@ -41,12 +41,14 @@ from keratron.compat.v1.dtypes import (  # noqa: E402
 from keratron.compat.v1.framework import DType, as_dtype
 from keratron.compat.v1.tfrecord import (
     FixedLenFeature,
+    FixedLenSequenceFeature,
     SparseTensor,
     TFRecordOptions,
     TFRecordWriter,
     VarLenFeature,
     parse_example,
     parse_single_example,
+    parse_single_sequence_example,
 )
 from keratron.compat.v2 import debugging, linalg, math, nest, nn, random, train
 from keratron.compat.v2.function import custom_gradient, function
@@ -137,5 +139,7 @@ def executing_eagerly() -> bool:
 io = _types.SimpleNamespace(
     TFRecordWriter=TFRecordWriter, TFRecordOptions=TFRecordOptions,
     FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
-    parse_example=parse_example, parse_single_example=parse_single_example,
+    FixedLenSequenceFeature=FixedLenSequenceFeature, parse_example=parse_example,
+    parse_single_example=parse_single_example,
+    parse_single_sequence_example=parse_single_sequence_example,
 )  # fmt: skip
