@@ -150,10 +150,11 @@ class _ZlibReader(io.RawIOBase):
 
     def readinto(self, buffer):
         while not self._pending and not self._inflate.eof:
-            chunk = self._raw.read(1 << 16)
+            chunk = self._inflate.unconsumed_tail or self._raw.read(1 << 16)
             if not chunk:
                 raise EOFError("the ZLIB stream ended before its end marker")
-            self._pending = self._inflate.decompress(chunk)
+            # At most 64 KiB out per call, so that slicing what is pending stays cheap.
+            self._pending = self._inflate.decompress(chunk, 1 << 16)
         n = min(len(buffer), len(self._pending))
         buffer[:n], self._pending = self._pending[:n], self._pending[n:]
         return n
@@ -212,8 +213,6 @@ def read_records(filename, compression_type=None, op: str = "TFRecordDataset"):
                     fail(f"corrupted length checksum{hint} in")
                 body = _read_exactly(f, length + 4)
             except (EOFError, OSError, zlib.error) as e:
-                if isinstance(e, FileNotFoundError):
-                    raise
                 raise CorruptRecordError(
                     f"{op}: cannot read record {index} at byte {offset} of {filename!r}: "
                     f"{compression or 'uncompressed'} data is invalid or truncated ({e})."

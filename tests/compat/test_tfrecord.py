@@ -188,6 +188,17 @@ def test_corrupt_and_truncated_files_raise_data_loss(tmp_path):
         with pytest.raises(ValueError, match=name):
             list(tf2.data.TFRecordDataset(path))
     assert list(tf1.io.tf_record_iterator(good)) == RECORDS
+    for compression in ("GZIP", "ZLIB"):
+        path = str(tmp_path / f"cut.{compression}")
+        with tf.io.TFRecordWriter(path, compression) as writer:
+            for r in RECORDS:
+                writer.write(r)
+        with open(path, "rb") as f:
+            _write(path, f.read()[:-60])  # TensorFlow stops silently on shorter cuts
+        with pytest.raises(tf.errors.DataLossError):
+            list(tf.compat.v1.io.tf_record_iterator(path, compression))
+        with pytest.raises(DataLossError, match=f"{compression} data is invalid or truncated"):
+            list(tf1.io.tf_record_iterator(path, compression))
     with pytest.raises(tf1.errors.NotFoundError):
         list(tf1.io.tf_record_iterator(str(tmp_path / "missing.tfrecord")))
 

@@ -224,7 +224,8 @@ def tf_record_iterator(path, options=None):
             names the file, the record's index and its byte offset.
     """
     compression = _compression(options)
-    records = read_records(path, check_compression(compression, "tf_record_iterator"))
+    op = "tf_record_iterator"
+    records = read_records(path, check_compression(compression, op), op)
     try:
         yield from records
     except FileNotFoundError as e:
