@@ -23,15 +23,18 @@ candidate block with reset_after=False) and the recurrent bias's gradient (its c
 
 Two plans, picked by `plan(units, dtype)`:
 
-- "resident" (above): forward and backward, one launch per sequence each.
-- "streamed" (up to PERSISTENT_MAX_UNITS = 1024 units): the forward only, same ownership and
-  one launch per sequence, the recurrent kernel read from L2 in (BLOCK_K, BLOCK_N) tiles at
-  every step (3 * U^2 * s bytes a program a step), h in the program's rows of a
-  double-buffered (2, B, U) state buffer, one `tl.debug_barrier` a step, two with
-  reset_after=False (r * h is written for every unit before its product with U_h). At most
-  128 registers and no spills (8 or 16 warps, num_stages=1). Its backward declines
-  (NotImplementedError) and the reference runs on the same residuals; so does everything
-  past 1024 units.
+- "resident" (above).
+- "streamed" (up to PERSISTENT_MAX_UNITS = 1024 units): the same ownership and launches, but
+  the recurrent kernel is read from L2 in (BLOCK_K, BLOCK_N) tiles at every step (3 * U^2 * s
+  bytes a program a step), looping over unit tiles; the states live in the program's rows of
+  double-buffered (B, U) buffers, and `tl.debug_barrier` separates the passes over unit tiles
+  that depend on every unit of the previous one: one a step in the forward, two with
+  reset_after=False (r * h before its product with U_h); two a step in the backward (the
+  step's cotangents, then dh = ... + drec @ U^T), three with reset_after=False (d(r * h)
+  contracts dx_h over every unit in between). At most 128 registers and no spills (8 or 16
+  warps, num_stages=1).
+
+More units raise NotImplementedError and the reference runs.
 
 The resident limit is the AOT report's (sm_90 and sm_80, 8 warps, `make kernels-report`): at
 W = 64 the resident kernels take at most 150 registers (float32) / 142 (half types), no spills, and
@@ -532,6 +535,190 @@ def _gru_fwd_seq_kernel(
         tl.debug_barrier()
 
 
+@triton.jit
+def _gru_bwd_seq_kernel(
+    k_ptr,
+    m_ptr,
+    gy_ptr,
+    gh_ptr,
+    h0_ptr,
+    out_ptr,
+    gates_ptr,
+    aux_ptr,
+    h_prev_ptr,
+    drec_ptr,
+    dx_ptr,
+    state_ptr,
+    B,
+    U,
+    T,
+    stride_kr,
+    stride_kc,
+    stride_mb,
+    stride_mt,
+    stride_gb,
+    stride_gt,
+    stride_gf,
+    HAS_MASK: tl.constexpr,
+    ZERO_OUTPUT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    RESET_AFTER: tl.constexpr,
+    ACT: tl.constexpr,
+    RACT: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_B: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Backpropagation through the whole sequence for BLOCK_B batch rows, the recurrent kernel
+    streamed from L2 at every step; writes what `_gru_bwd_resident_kernel` writes. `state_ptr`
+    (5, B, U) holds the double-buffered state cotangent dh (planes 0-1; dh0 ends in plane
+    T % 2), the double-buffered cotangent a masked step's repeated output passes back (2-3),
+    and the part of the next dh known before the recurrent product (4). A step is two passes
+    over unit tiles (three with reset_after=False, whose d(r * h) contracts dx_h over every
+    unit first), a barrier after each."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    b_ok = rb < B
+    bu = B * U
+    dtype = dx_ptr.dtype.element_ty
+    for n0 in range(0, U, BLOCK_N):
+        rn = n0 + tl.arange(0, BLOCK_N)
+        tile_ok = b_ok[:, None] & (rn < U)[None, :]
+        state = rb[:, None] * U + rn[None, :]
+        h = tl.load(h0_ptr + state, mask=tile_ok, other=0.0)
+        for t in range(0, T):
+            tl.store(h_prev_ptr + t * bu + state, h, mask=tile_ok)
+            h_t = tl.load(out_ptr + rb[:, None] * T * U + t * U + rn[None, :], mask=tile_ok)
+            if HAS_MASK:
+                if REVERSE:
+                    t_src = T - 1 - t
+                else:
+                    t_src = t
+                live = tl.load(m_ptr + rb * stride_mb + t_src * stride_mt, mask=b_ok, other=0)
+                h = tl.where(live[:, None] != 0, h_t, h)
+            else:
+                h = h_t
+        tl.store(state_ptr + state, tl.load(gh_ptr + state, mask=tile_ok), mask=tile_ok)
+        zero = tl.zeros((BLOCK_B, BLOCK_N), dtype=dtype)
+        tl.store(state_ptr + 2 * bu + state, zero, mask=tile_ok)
+    tl.debug_barrier()
+    gate_cols = U * stride_kc
+    if RESET_AFTER:
+        rec_end = 3 * U
+    else:
+        rec_end = 2 * U  # the candidate block reaches dh through d(r * h) instead
+    for s in range(0, T):
+        t = T - 1 - s
+        if REVERSE:
+            t_src = s
+        else:
+            t_src = t
+        dh_in = state_ptr + (s % 2) * bu
+        dh_out = state_ptr + ((s + 1) % 2) * bu
+        dprev_in = state_ptr + (2 + s % 2) * bu
+        dprev_out = state_ptr + (2 + (s + 1) % 2) * bu
+        base_ptr = state_ptr + 4 * bu
+        for n0 in range(0, U, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            tile_ok = b_ok[:, None] & (rn < U)[None, :]
+            state = rb[:, None] * U + rn[None, :]
+            dh = tl.load(dh_in + state, mask=tile_ok, other=0.0).to(tl.float32)
+            gy_ptrs = gy_ptr + rb[:, None] * stride_gb + t * stride_gt + rn[None, :] * stride_gf
+            dout = tl.load(gy_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+            if HAS_MASK:
+                live = tl.load(m_ptr + rb * stride_mb + t_src * stride_mt, mask=b_ok, other=0)
+                live = live[:, None] != 0
+                if not ZERO_OUTPUT:
+                    dout = dout + tl.load(dprev_in + state, mask=tile_ok, other=0.0).to(tl.float32)
+                    dprev = tl.where(live, 0.0, dout)
+                    tl.store(dprev_out + state, dprev.to(dtype), mask=tile_ok)
+                dh_new = tl.where(live, dout + dh, 0.0)
+                skip = tl.where(live, 0.0, dh)
+            else:
+                dh_new = dout + dh
+                skip = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            g_ptrs = gates_ptr + t * B * 3 * U + rb[:, None] * 3 * U + rn[None, :]
+            z = tl.load(g_ptrs, mask=tile_ok, other=0.0).to(tl.float32)
+            r = tl.load(g_ptrs + U, mask=tile_ok, other=0.0).to(tl.float32)
+            hh = tl.load(g_ptrs + 2 * U, mask=tile_ok, other=0.0).to(tl.float32)
+            hp = tl.load(h_prev_ptr + t * bu + state, mask=tile_ok, other=0.0).to(tl.float32)
+            dx_h = (dh_new * (1.0 - z) * _activation_grad(hh, ACT)).to(dtype)
+            dx_z = (dh_new * (hp - hh) * _activation_grad(z, RACT)).to(dtype)
+            dx_ptrs = dx_ptr + rb[:, None] * T * 3 * U + t_src * 3 * U + rn[None, :]
+            rec_ptrs = drec_ptr + t * B * 3 * U + rb[:, None] * 3 * U + rn[None, :]
+            tl.store(dx_ptrs, dx_z, mask=tile_ok)
+            tl.store(dx_ptrs + 2 * U, dx_h, mask=tile_ok)
+            tl.store(rec_ptrs, dx_z, mask=tile_ok)
+            if RESET_AFTER:
+                a = tl.load(aux_ptr + t * bu + state, mask=tile_ok, other=0.0).to(tl.float32)
+                dx_r = (dx_h.to(tl.float32) * a * _activation_grad(r, RACT)).to(dtype)
+                tl.store(dx_ptrs + U, dx_r, mask=tile_ok)
+                tl.store(rec_ptrs + U, dx_r, mask=tile_ok)
+                tl.store(rec_ptrs + 2 * U, (dx_h.to(tl.float32) * r).to(dtype), mask=tile_ok)
+            else:
+                tl.store(rec_ptrs + 2 * U, dx_h, mask=tile_ok)
+            tl.store(base_ptr + state, (dh_new * z + skip).to(dtype), mask=tile_ok)
+        tl.debug_barrier()
+        if not RESET_AFTER:
+            # d(r * h) = dx_h @ U_h^T, over every unit of dx_h (written above).
+            for n0 in range(0, U, BLOCK_N):
+                rn = n0 + tl.arange(0, BLOCK_N)
+                n_ok = rn < U
+                tile_ok = b_ok[:, None] & n_ok[None, :]
+                state = rb[:, None] * U + rn[None, :]
+                d_rh = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+                for j0 in range(0, U, BLOCK_K):
+                    rj = j0 + tl.arange(0, BLOCK_K)
+                    j_ok = rj < U
+                    d = tl.load(
+                        drec_ptr + t * B * 3 * U + rb[:, None] * 3 * U + 2 * U + rj[None, :],
+                        mask=b_ok[:, None] & j_ok[None, :],
+                        other=0.0,
+                    )
+                    w_t = tl.load(
+                        k_ptr + rn[None, :] * stride_kr + rj[:, None] * stride_kc + 2 * gate_cols,
+                        mask=j_ok[:, None] & n_ok[None, :],
+                        other=0.0,
+                    )
+                    d_rh = tl.dot(d, w_t, d_rh, input_precision=PRECISION)
+                d_rh = d_rh.to(dtype).to(tl.float32)
+                g_ptrs = gates_ptr + t * B * 3 * U + rb[:, None] * 3 * U + rn[None, :]
+                r = tl.load(g_ptrs + U, mask=tile_ok, other=0.0).to(tl.float32)
+                hp = tl.load(h_prev_ptr + t * bu + state, mask=tile_ok, other=0.0).to(tl.float32)
+                dx_r = (d_rh * hp * _activation_grad(r, RACT)).to(dtype)
+                tl.store(dx_ptr + rb[:, None] * T * 3 * U + t_src * 3 * U + U + rn[None, :], dx_r,
+                         mask=tile_ok)  # fmt: skip
+                tl.store(drec_ptr + t * B * 3 * U + rb[:, None] * 3 * U + U + rn[None, :], dx_r,
+                         mask=tile_ok)  # fmt: skip
+                base = tl.load(base_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+                tl.store(base_ptr + state, (base + d_rh * r).to(dtype), mask=tile_ok)
+            tl.debug_barrier()
+        # dh entering step t = base + drec[t] @ U^T (the z and r blocks, and the candidate's
+        # with reset_after).
+        for n0 in range(0, U, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            n_ok = rn < U
+            tile_ok = b_ok[:, None] & n_ok[None, :]
+            state = rb[:, None] * U + rn[None, :]
+            dh = tl.load(base_ptr + state, mask=tile_ok, other=0.0).to(tl.float32)
+            for j0 in range(0, rec_end, BLOCK_K):
+                rj = j0 + tl.arange(0, BLOCK_K)
+                j_ok = rj < rec_end
+                d = tl.load(
+                    drec_ptr + t * B * 3 * U + rb[:, None] * 3 * U + rj[None, :],
+                    mask=b_ok[:, None] & j_ok[None, :],
+                    other=0.0,
+                )
+                w_t = tl.load(
+                    k_ptr + rn[None, :] * stride_kr + rj[:, None] * stride_kc,
+                    mask=j_ok[:, None] & n_ok[None, :],
+                    other=0.0,
+                )
+                dh = tl.dot(d, w_t, dh, input_precision=PRECISION)
+            tl.store(dh_out + state, dh.to(dtype), mask=tile_ok)
+        tl.debug_barrier()
+
+
 # ---------------------------------------------------------------------------------- configs
 # One config: a program is BLOCK_B batch rows for the whole sequence, so the grid is
 # cdiv(B, BLOCK_B) and a small BLOCK_B means more programs (SMs) at work; 8 warps, as the
@@ -556,6 +743,7 @@ SEQ_CONFIGS = [
     triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=16, num_stages=1),
 ]
 FWD_SEQ = Kernel(_gru_fwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "gru", {"m_ptr": "u8"})
+BWD_SEQ = Kernel(_gru_bwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "gru_grad", {"m_ptr": "u8"})
 
 # The largest unit count whose recurrent kernel stays on chip, per dtype: the widest padded
 # width (UNITS, a power of two) whose resident kernels, forward and backward, compile for
@@ -572,9 +760,8 @@ PERSISTENT_MAX_UNITS = 1024
 
 def plan(units: int, dtype: torch.dtype) -> str | None:
     """Which kernels run a GRU of `units` in `dtype`: "resident" (one launch per sequence,
-    recurrent kernel on chip, forward and backward), "streamed" (a forward launch per
-    sequence with the recurrent kernel read from L2 every step; the backward runs the
-    reference), or None (no kernel: the routes raise NotImplementedError).
+    recurrent kernel on chip), "streamed" (one launch per sequence, recurrent kernel read
+    from L2 every step), or None (no kernel: the routes raise NotImplementedError).
 
     Example:
         >>> plan(32, torch.float32)
@@ -695,7 +882,7 @@ def backward_route(
     products' cotangents with reset_after, zeros without.
 
     Raises:
-        NotImplementedError: as `forward_route`, and for more units than RESIDENT_UNITS.
+        NotImplementedError: as `forward_route`.
     """
     tensors = [g_all, g_h, h0, kernel, all_h, gates, aux]
     tensors += [] if recurrent_bias is None else [recurrent_bias]
@@ -710,24 +897,31 @@ def backward_route(
     if steps == 0 or batch == 0 or units == 0:
         dh0 = new((batch, units)).copy_(g_h)
         return dx, dh0, kernel.new_zeros(kernel.shape), gates.new_zeros((width,))
-    _check_plan("gru_grad", units, gates.dtype, ("resident",))
+    mode = _check_plan("gru_grad", units, gates.dtype, ("resident", "streamed"))
     m, smb, smt = _mask_arg(mask, gates)
     precision = dot_precision(gates.dtype)
     h_prev = new((steps, batch, units))
     drec = new((steps, batch, width))
-    dh0 = new((batch, units))
-    BWD_RESIDENT.launch(
-        _batch_grid(batch), k_ptr=kernel, m_ptr=m, gy_ptr=g_all, gh_ptr=g_h.contiguous(),
-        h0_ptr=h0.contiguous(), out_ptr=all_h, gates_ptr=gates, aux_ptr=aux, h_prev_ptr=h_prev,
-        drec_ptr=drec, dx_ptr=dx, dh0_ptr=dh0, B=batch, U=units, T=steps,
+    args = dict(
+        k_ptr=kernel, m_ptr=m, gy_ptr=g_all, gh_ptr=g_h.contiguous(), h0_ptr=h0.contiguous(),
+        out_ptr=all_h, gates_ptr=gates, aux_ptr=aux, h_prev_ptr=h_prev, drec_ptr=drec,
+        dx_ptr=dx, B=batch, U=units, T=steps,
         stride_kr=kernel.stride(0), stride_kc=kernel.stride(1), stride_mb=smb, stride_mt=smt,
         stride_gb=g_all.stride(0), stride_gt=g_all.stride(1), stride_gf=g_all.stride(2),
         HAS_MASK=mask is not None, ZERO_OUTPUT=bool(zero_output_for_mask),
         REVERSE=bool(reverse), RESET_AFTER=bool(reset_after),
         ACT=activation_code("gru_grad", activation),
         RACT=activation_code("gru_grad", recurrent_activation), PRECISION=precision,
-        UNITS=_resident_width(units, gates.dtype),
     )  # fmt: skip
+    if mode == "streamed":
+        state = new((5, batch, units))
+        BWD_SEQ.launch(_batch_grid(batch), state_ptr=state, **args)
+        dh0 = state[steps % 2]
+    else:
+        dh0 = new((batch, units))
+        BWD_RESIDENT.launch(
+            _batch_grid(batch), dh0_ptr=dh0, UNITS=_resident_width(units, gates.dtype), **args
+        )
     dkernel = new((units, width))
     dbias = new((width,)) if reset_after else gates.new_zeros((width,))
 
@@ -747,7 +941,7 @@ def backward_route(
 def aot_specs():
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config of every kernel here: the resident kernels at the narrowest and the widest width
-    each dtype runs them at, and the streamed forward at every config in fp32 and the first in
+    each dtype runs them at, and the streamed ones at every config in fp32 and the first in
     half types, both reset_after modes, in the representative case (masked, reversed, with a
     recurrent bias, tanh / sigmoid, fp32 with TF32 dots); dU at every config.
 
@@ -771,15 +965,20 @@ def aot_specs():
                 specs.append(BWD_RESIDENT.aot_spec(label, dtype, consts, cfg))
     for reset_after in (True, False):
         mode = "ra" if reset_after else "rb"
-        consts = dict(seq, RESET_AFTER=reset_after, HAS_BIAS=reset_after)
+        consts = dict(seq, RESET_AFTER=reset_after)
+        fwd = dict(consts, HAS_BIAS=reset_after)
         for i, cfg in enumerate(SEQ_CONFIGS):
+            f32 = dict(PRECISION="tf32")
             label = f"gru_fwd_seq_{mode}_fp32_{i}"
-            f32 = dict(consts, PRECISION="tf32")
-            specs.append(FWD_SEQ.aot_spec(label, torch.float32, f32, cfg))
+            specs.append(FWD_SEQ.aot_spec(label, torch.float32, dict(fwd, **f32), cfg))
+            label = f"gru_bwd_seq_{mode}_fp32_{i}"
+            specs.append(BWD_SEQ.aot_spec(label, torch.float32, dict(consts, **f32), cfg))
         for dtype in (torch.float16, torch.bfloat16):
+            half, cfg = dict(PRECISION="ieee"), SEQ_CONFIGS[0]
             label = f"gru_fwd_seq_{mode}_{TRITON_TYPES[dtype]}_0"
-            half = dict(consts, PRECISION="ieee")
-            specs.append(FWD_SEQ.aot_spec(label, dtype, half, SEQ_CONFIGS[0]))
+            specs.append(FWD_SEQ.aot_spec(label, dtype, dict(fwd, **half), cfg))
+            label = f"gru_bwd_seq_{mode}_{TRITON_TYPES[dtype]}_0"
+            specs.append(BWD_SEQ.aot_spec(label, dtype, dict(consts, **half), cfg))
     for i, cfg in enumerate(DKERNEL_CONFIGS):
         consts = dict(PRECISION="tf32", HAS_DB=True)
         specs.append(DKERNEL.aot_spec(f"gru_dkernel_fp32_{i}", torch.float32, consts, cfg))

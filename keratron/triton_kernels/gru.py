@@ -1,7 +1,7 @@
 """The Triton routes of the "gru" and "gru_grad" primitives: one launch per sequence with the
 time loop inside the kernel, forward and backward (then one launch for the recurrent kernel's
-gradient) with the recurrent kernel on chip up to 64 units; the forward alone, streaming the
-recurrent kernel, up to 1024. Other sizes raise NotImplementedError and the reference runs.
+gradient), the recurrent kernel on chip up to 64 units and streamed from L2 every step up to
+1024; more units raise NotImplementedError and the reference runs.
 The kernels, configs and launch specs live in `_gru`, loaded on the first call; the module's
 other names (`plan`, `RESIDENT_UNITS`, `aot_specs`, ...) are read from there."""
 

@@ -1,7 +1,7 @@
 """GRU Triton kernels (interpreter) against the CPU fallback: forward outputs, residuals and
 gradients w.r.t. x_proj, h0, the recurrent kernel and bias, on irregular shapes, both
-reset_after modes, masks and `reverse`, through both plans (the recurrent kernel resident,
-forward and backward; or streamed, forward only)."""
+reset_after modes, masks and `reverse`, through both plans (the recurrent kernel resident or
+streamed)."""
 
 import contextlib
 
@@ -181,6 +181,10 @@ def test_routes_return_the_fallback_residuals(triton_backend, reset_after, bias)
 @pytest.mark.parametrize("reset_after", [True, False])
 def test_half_types_match_fallback_loosely(triton_backend, monkeypatch, dtype, reset_after):
     widen_bf16_dots(monkeypatch)
+    half_types_match_fallback(triton_backend, dtype, reset_after)
+
+
+def half_types_match_fallback(triton_backend, dtype, reset_after):
     arrays, weights, mask = make_case(3, 5, 37, True, bias=reset_after, dtype="float32")
     tensors = {k: kt.ops.cast(kt.convert_to_tensor(v), dtype) for k, v in arrays.items()}
     w = [kt.ops.cast(kt.convert_to_tensor(v), dtype) for v in weights]
@@ -226,68 +230,68 @@ STREAMED_CASES = [
 @pytest.mark.parametrize(
     "batch,steps,units,masked,reverse,zero_output,reset_after,forced", STREAMED_CASES
 )
-def test_streamed_forward_matches_fallback(
+def test_streamed_plan_matches_fallback(
     triton_backend, force_plan, batch, steps, units, masked, reverse, zero_output, reset_after,
     forced,
 ):  # fmt: skip
-    """The streamed plan's forward, outputs and residuals; its backward declines (the
-    reference runs it on the same residuals)."""
     if forced:
         force_plan("streamed")
     arrays, weights, mask = make_case(batch, steps, units, masked, bias=reset_after)
+    params = dict(reverse=reverse, zero_output_for_mask=zero_output, reset_after=reset_after)
+    outs, grads = run_gru(arrays, weights, mask, **params)
+    counts = triton_backend.launch_counts()
+    assert (counts["gru"], counts["gru_grad"]) == (1, 2)
+    with backend("fallback"):
+        ref_outs, ref_grads = run_gru(arrays, weights, mask, **params)
+    for name, a, b in zip(("all_h", "last_h"), outs, ref_outs):
+        assert_close(a, b, what=name)
+    for name in arrays:
+        assert_close(grads[name], ref_grads[name], what=f"d{name}")
+
+
+@pytest.mark.parametrize("reset_after", [True, False])
+def test_streamed_routes_return_the_fallback_residuals(triton_backend, force_plan, reset_after):
+    force_plan("streamed")
+    arrays, weights, mask = make_case(4, 6, 33, True, bias=reset_after)
     x, h0, k = (torch.as_tensor(arrays[n]) for n in ("x_proj", "h0", "recurrent_kernel"))
     b = torch.as_tensor(arrays["recurrent_bias"]) if reset_after else None
-    m = None if mask is None else torch.as_tensor(mask)
+    m = torch.as_tensor(mask)
     params = dict(
-        reverse=reverse, reset_after=reset_after, activation="tanh",
-        recurrent_activation="sigmoid", zero_output_for_mask=zero_output,
+        reverse=False, reset_after=reset_after, activation="tanh",
+        recurrent_activation="sigmoid", zero_output_for_mask=True,
     )  # fmt: skip
     got = gru_kernels.forward_route(x, h0, k, b, m, **params)
     ref = rnn._gru_impl(x, h0, k, b, m, **params)
-    assert triton_backend.launch_counts() == {"gru": 1}
     for name, a, c in zip(("all_h", "last_h", "gates", "aux"), got, ref):
         assert a.shape == c.shape and a.dtype == c.dtype, name
         assert_close(a, c, what=name)
     g_all, g_h = (torch.as_tensor(w) for w in weights)
-    with pytest.raises(NotImplementedError, match="gru_grad"):
-        gru_kernels.backward_route(g_all, g_h, h0, k, b, m, got[0], got[2], got[3], **params)
+    residuals = (ref[0], ref[2], ref[3])
+    got = gru_kernels.backward_route(g_all, g_h, h0, k, b, m, *residuals, **params)
+    ref = rnn._gru_grad_impl(g_all, g_h, h0, k, b, m, *residuals, **params)
+    assert triton_backend.launch_counts() == {"gru": 1, "gru_grad": 2}
+    for name, a, c in zip(("dx_proj", "dh0", "dkernel", "dbias"), got, ref):
+        assert a.shape == c.shape and a.dtype == c.dtype, name
+        assert_close(a, c, what=name)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_streamed_half_types_match_fallback_loosely(triton_backend, force_plan, monkeypatch, dtype):
     widen_bf16_dots(monkeypatch)
     force_plan("streamed")
-    arrays, _, mask = make_case(3, 5, 37, True, bias=False)
-    vals = [torch.as_tensor(arrays[n]).to(getattr(torch, dtype)) for n in ("x_proj", "h0")]
-    k = torch.as_tensor(arrays["recurrent_kernel"]).to(getattr(torch, dtype))
-    params = dict(
-        reverse=False, reset_after=False, activation="tanh", recurrent_activation="sigmoid",
-        zero_output_for_mask=False,
-    )  # fmt: skip
-    got = gru_kernels.forward_route(*vals, k, None, torch.as_tensor(mask), **params)
-    ref = rnn._gru_impl(*vals, k, None, torch.as_tensor(mask), **params)
-    for name, a, c in zip(("all_h", "last_h", "gates", "aux"), got, ref):
-        assert a.dtype == c.dtype, name
-        assert_close(a, c, rel=TOLERANCE[dtype], what=name)
+    half_types_match_fallback(triton_backend, dtype, reset_after=dtype == "float16")
 
 
 def test_sizes_the_routes_decline_run_the_fallback(triton_backend):
-    """The backward past the resident limit (129 units) and the forward past the streamed one
-    (1025) decline (NotImplementedError): the forced backend reports it, "auto" runs the
-    reference."""
-    arrays, weights, _ = make_case(2, 3, 129, False, bias=True)
-    with pytest.raises(ValueError, match="op 'gru_grad'.*129 units"):
-        run_gru(arrays, weights, None)
-    assert triton_backend.launch_counts() == {"gru": 1}
-    with backend("auto"):
-        outs, grads = run_gru(arrays, weights, None)
-    with backend("fallback"):
-        ref_outs, ref_grads = run_gru(arrays, weights, None)
-    for name in arrays:
-        assert_close(grads[name], ref_grads[name], what=f"d{name}")
+    """Past 1024 units the routes decline (NotImplementedError): the forced backend reports
+    it, "auto" runs the reference."""
     arrays, _, _ = make_case(2, 2, 1025, False, bias=False)
     with pytest.raises(ValueError, match="op 'gru'.*1025 units"):
         kt.ops.gru(**arrays)
+    assert triton_backend.launch_counts() == {}
+    with backend("auto"):
+        all_h, _ = kt.ops.gru(**arrays)
+    assert all_h.shape == (2, 2, 1025)
 
 
 def test_empty_sequence_matches_fallback(triton_backend):
