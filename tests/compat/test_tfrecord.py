@@ -383,3 +383,19 @@ def test_sequence_features_match_tensorflow():
         _assert_same(
             tf1.io.parse_single_example(x[0], spec), tf.io.parse_single_example(x[0], theirs_spec)
         )
+
+
+def test_dropped_messages_are_freed_at_once():
+    import gc
+    import weakref
+
+    record = _sequence_example(tf1.train)
+    gc.disable()  # freed by reference counting alone: messages and fields form no cycle
+    try:
+        message = tf1.train.SequenceExample.FromString(record)
+        message.feature_lists.feature_list["new"].feature.add().float_list.value.append(1.0)
+        refs = [weakref.ref(message), weakref.ref(message.feature_lists.feature_list["tok"])]
+        del message
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()

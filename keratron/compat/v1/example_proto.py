@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 import struct
+import weakref
 
 import numpy as np
 
@@ -242,6 +243,26 @@ def _as_message(value, cls, owner):
 
 
 # -------------------------------------------------------------------------------- messages
+class _ParentLink:
+    """Tells a message that a field of it changed (marking `field` present, if given).
+
+    It holds the message weakly, so that a message and its fields form no reference cycle
+    and a parsed message is freed as soon as it is dropped, without the cyclic collector.
+    """
+
+    __slots__ = ("_ref", "_field")
+
+    def __init__(self, message, field=None):
+        self._ref, self._field = weakref.ref(message), field
+
+    def __call__(self):
+        message = self._ref()
+        if message is not None and self._field:
+            message._set_present(self._field)
+        elif message is not None:
+            message._changed()
+
+
 class _Message:
     """A protobuf message over a field table of (name, number, kind, type).
 
@@ -293,14 +314,14 @@ class _Message:
             owner = f"{self._name()}.{name}"
             if kind == "message":
                 values[name] = cls()
-                values[name]._on_change = lambda: self._set_present(name)
+                values[name]._on_change = _ParentLink(self, name)
             elif kind == "messages":
-                values[name] = _RepeatedMessages(cls, owner, self._changed)
+                values[name] = _RepeatedMessages(cls, owner, _ParentLink(self))
             elif kind == "map":
-                values[name] = _MessageMap(cls, owner, self._changed)
+                values[name] = _MessageMap(cls, owner, _ParentLink(self))
             else:
                 convert = {"bytes": _to_bytes, "float": _to_float, "int64": _to_int64}[kind]
-                values[name] = _Repeated(convert, self._name(), self._changed)
+                values[name] = _Repeated(convert, self._name(), _ParentLink(self))
         return values[name]
 
     def __setattr__(self, name, value):
@@ -443,7 +464,7 @@ class _Message:
                             raise DecodeError(f"map key of {name!r} is not UTF-8") from None
                     elif n == 2 and w == 2:
                         item._merge(buf, *v)
-                item._on_change = self._changed
+                item._on_change = target._on_change
                 dict.__setitem__(target, key, item)  # a repeated key replaces the earlier entry
                 self._changed()
             elif kind == "bytes":
