@@ -347,3 +347,37 @@ def test_routes_match_torch_nn_gru(triton_backend, batch, steps, units):
     ]  # fmt: skip
     for name, a, b in pairs:
         assert_close(a, b.detach(), what=name)
+
+
+@pytest.mark.parametrize("plan", ["resident", "streamed"])
+def test_strided_inputs_match_fallback(triton_backend, force_plan, plan):
+    """x_proj, the recurrent kernel and g_all are read through their strides (a slice, a
+    transpose), as the layers and the tape may hand them over."""
+    force_plan(plan)
+    batch, steps, units = 3, 6, 7
+    arrays, weights, mask = make_case(batch, steps, units, True, bias=True)
+    wide = torch.zeros((batch, steps, 6 * units))
+    wide[..., ::2] = torch.as_tensor(arrays["x_proj"])
+    x = wide[..., ::2]  # every other feature of a wider buffer
+    k = torch.as_tensor(arrays["recurrent_kernel"]).t().contiguous().t()
+    assert not x.is_contiguous() and not k.is_contiguous()
+    h0, b = torch.as_tensor(arrays["h0"]), torch.as_tensor(arrays["recurrent_bias"])
+    m = torch.as_tensor(mask)
+    params = dict(
+        reverse=True, reset_after=True, activation="tanh", recurrent_activation="sigmoid",
+        zero_output_for_mask=False,
+    )  # fmt: skip
+    got = gru_kernels.forward_route(x, h0, k, b, m, **params)
+    ref = rnn._gru_impl(x.contiguous(), h0, k.contiguous(), b, m, **params)
+    for name, a, c in zip(("all_h", "last_h", "gates", "aux"), got, ref):
+        assert_close(a, c, what=name)
+    # Time-major storage.
+    g_all = torch.as_tensor(weights[0]).transpose(0, 1).contiguous().transpose(0, 1)
+    g_h = torch.as_tensor(weights[1])
+    residuals = (ref[0], ref[2], ref[3])
+    got = gru_kernels.backward_route(g_all, g_h, h0, k, b, m, *residuals, **params)
+    ref = rnn._gru_grad_impl(g_all.contiguous(), g_h, h0, k.contiguous(), b, m, *residuals,
+                             **params)  # fmt: skip
+    assert triton_backend.launch_counts() == {"gru": 1, "gru_grad": 2}
+    for name, a, c in zip(("dx_proj", "dh0", "dkernel", "dbias"), got, ref):
+        assert_close(a, c, what=name)
