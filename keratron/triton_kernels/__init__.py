@@ -1,6 +1,6 @@
 """Triton GPU kernels for the hot primitives, registered as the primitives' "cuda" routes.
 
-Each public module (`matmul`, `conv2d`, `lstm`, `softmax_xent`) registers its routes with
+Each public module (`matmul`, `conv2d`, `lstm`, `gru`, `softmax_xent`) registers its routes with
 `@device_route(<primitive>)` next to the primitive's kernel and imports no triton: a route loads
 its private kernel module (`_matmul`, ...: the `@triton.jit` kernels, their configs and launch
 specs, on `_common`) on first use. So importing keratron never imports triton. `ops._dispatch`
