@@ -399,3 +399,42 @@ def test_dropped_messages_are_freed_at_once():
         assert [r() for r in refs] == [None, None]
     finally:
         gc.enable()
+
+
+def test_graph_reader_and_parsing_match_tensorflow(tmp_path):
+    import contextlib
+
+    tf = _tf()
+    path = str(tmp_path / "graph.tfrecord")
+    with tf.io.TFRecordWriter(path, "ZLIB") as writer:
+        for i in range(4):
+            v = {"v": list(range(i))} if i else {}  # the first has no "v"
+            writer.write(_example(tf.train, x=[float(i), i + 0.5], **v))
+
+    def run(lib, graph):
+        # A TF1 queue pipeline: file queue -> TFRecordReader -> parse_single_example.
+        with graph:
+            queue = lib.train.string_input_producer([path], num_epochs=1, shuffle=False)
+            _, value = lib.TFRecordReader(options="ZLIB").read(queue)
+            features = {
+                "x": lib.FixedLenFeature([2], lib.float32),
+                "v": lib.VarLenFeature(lib.int64),
+            }
+            parsed = lib.parse_single_example(value, features)
+            v = parsed["v"]
+            fetches = [parsed["x"], v.indices, v.values, v.dense_shape]
+            init = lib.local_variables_initializer()
+            with lib.Session() as sess:
+                sess.run(init)
+                coord = lib.train.Coordinator()
+                threads = lib.train.start_queue_runners(sess, coord)
+                out = [[a.tolist() for a in sess.run(fetches)] for _ in range(4)]
+                with pytest.raises(lib.errors.OutOfRangeError):
+                    sess.run(fetches)
+                coord.request_stop()
+                coord.join(threads)
+        return out
+
+    theirs = run(tf.compat.v1, tf.Graph().as_default())
+    tf1.reset_default_graph()
+    assert run(tf1, contextlib.nullcontext()) == theirs

@@ -162,6 +162,7 @@ from keratron.compat.v1.tfrecord import (
     SparseTensor,
     TFRecordCompressionType,
     TFRecordOptions,
+    TFRecordReader,
     TFRecordWriter,
     VarLenFeature,
     parse_example,

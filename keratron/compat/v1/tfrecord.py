@@ -5,10 +5,12 @@ length, data, masked CRC32C of the data), plain or in one GZIP / ZLIB stream;
 `tf_record_iterator` and `keratron.data.TFRecordDataset` read them back and check both
 checksums of every record. `parse_single_example` / `parse_example` decode serialized
 `tf.train.Example`s (keratron.compat.v1.example_proto) into eager keratron tensors for
-`FixedLenFeature`s and `SparseTensor`s for `VarLenFeature`s.
+`FixedLenFeature`s and `SparseTensor`s for `VarLenFeature`s; given a string tensor of a TF1
+graph (from `TFRecordReader.read`), they add a host step to the graph instead, whose
+outputs `Session.run` computes.
 
-keratron has no string tensors: records are Python `bytes`, and bytes features come back
-as numpy object arrays of `bytes` (a `SparseTensor`'s `values` too).
+keratron has no string tensors: eagerly, records are Python `bytes`, and bytes features
+come back as numpy object arrays of `bytes` (a `SparseTensor`'s `values` too).
 
 Example:
     >>> with tf.io.TFRecordWriter("data.tfrecord") as w:
@@ -32,6 +34,7 @@ from keratron.compat.v1 import errors
 from keratron.compat.v1.example_proto import DecodeError, Example, SequenceExample
 from keratron.compat.v1.framework import Tensor as _GraphTensor
 from keratron.compat.v1.framework import as_dtype
+from keratron.compat.v1.queues import ReaderBase, _host_decode
 from keratron.data.tfrecord import CorruptRecordError, check_compression, frame_record, read_records
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "SparseTensor",
     "TFRecordCompressionType",
     "TFRecordOptions",
+    "TFRecordReader",
     "TFRecordWriter",
     "VarLenFeature",
     "parse_example",
@@ -234,6 +238,37 @@ def tf_record_iterator(path, options=None):
         raise DataLossError(None, None, str(e)) from e
 
 
+class TFRecordReader(ReaderBase):
+    """`tf.TFRecordReader`: `read(filename_queue)` gives the next record of the queued
+    TFRecord files as `(key, value)` string tensors; keys are `"<file>:<byte offset>"`.
+
+    Args:
+        name: the reader's name.
+        options: a `TFRecordOptions`, "GZIP", "ZLIB", or None for no compression.
+
+    Raises:
+        tf.errors.DataLossError (at run time): on a corrupt or truncated file.
+    """
+
+    def __init__(self, name=None, options=None):
+        super().__init__(name)
+        self._compression = _compression(options)
+
+    def _records(self, path):
+        open(path, "rb").close()  # a missing file fails here, where the reader reports it
+
+        def records():
+            offset = 0
+            try:
+                for record in read_records(path, self._compression, "TFRecordReader"):
+                    yield f"{path}:{offset}".encode(), record
+                    offset += 16 + len(record)
+            except CorruptRecordError as e:
+                raise DataLossError(None, None, str(e)) from e
+
+        return records()
+
+
 # ------------------------------------------------------------------------------- parsing
 class FixedLenFeature(collections.namedtuple("FixedLenFeature", "shape dtype default_value")):
     """`tf.io.FixedLenFeature(shape, dtype, default_value=None)`: a feature with exactly
@@ -319,11 +354,6 @@ def _check_features(features, op: str, what: str = "features") -> dict:
 
 
 def _serialized_list(serialized, op: str) -> list:
-    if isinstance(serialized, _GraphTensor):
-        raise TypeError(
-            f"{op}: `serialized` is a graph tensor; keratron has no string tensors. Parse "
-            "records in `Dataset.map` (its function runs eagerly on bytes) or pass bytes."
-        )
     if isinstance(serialized, (bytes, str)):
         serialized = [serialized]
     items = np.asarray(serialized, dtype=object).reshape(-1).tolist()
@@ -467,10 +497,38 @@ def _parse_found(parsed: list, features: dict, dtypes: dict, op: str, single: bo
     return result
 
 
+def _graph_parse(serialized, features: dict, dtypes: dict, op: str, single: bool) -> dict:
+    """Parsing as a host step of a TF1 graph: string tensor in, tensors out."""
+    sparse_keys = sorted(k for k, s in features.items() if isinstance(s, VarLenFeature))
+    dense_keys = sorted(k for k in features if k not in sparse_keys)
+    batch, rank = ((), 1) if single else ((None,), 2)
+    specs = []
+    for key in sparse_keys:
+        specs += [((None, rank), "int64"), ((None,), dtypes[key]), ((rank,), "int64")]
+    for key in dense_keys:
+        steps = (None,) if isinstance(features[key], FixedLenSequenceFeature) else ()
+        specs.append((batch + steps + tuple(int(d) for d in features[key].shape), dtypes[key]))
+
+    def decode(values):
+        parsed = _parse(values, features, op, single)
+        out = []
+        for key in sparse_keys:
+            out += [parsed[key].indices, parsed[key].values, parsed[key].dense_shape]
+        out += [parsed[key] for key in dense_keys]
+        return [v if isinstance(v, np.ndarray) else v.numpy() for v in out]
+
+    outputs = list(_host_decode("ParseExampleV2", op, serialized, specs, decode, None).outputs)
+    result = {key: SparseTensor(*outputs[3 * i : 3 * i + 3]) for i, key in enumerate(sparse_keys)}
+    result.update(zip(dense_keys, outputs[3 * len(sparse_keys) :]))
+    return result
+
+
 def _parse(serialized, features, op: str, single: bool) -> dict:
     dtypes = _check_features(features, op)
     if not features:
         raise ValueError(f"{op}: `features` must not be empty.")
+    if isinstance(serialized, _GraphTensor):
+        return _graph_parse(serialized, features, dtypes, op, single)
     records = _serialized_list(serialized, op)
     if single and len(records) != 1:
         raise ValueError(f"{op}: `serialized` must be one record. Received: {len(records)}")
@@ -551,6 +609,8 @@ def parse_single_sequence_example(
         )
     context_dtypes = _check_features(context_features, op, "context_features")
     sequence_dtypes = _check_features(sequence_features, op, "sequence_features")
+    if isinstance(serialized, _GraphTensor):
+        raise TypeError(f"{op}: `serialized` must be bytes (graph string tensors: not supported).")
     records = _serialized_list(serialized, op)
     if len(records) != 1:
         raise ValueError(f"{op}: `serialized` must be one record. Received: {len(records)}")
