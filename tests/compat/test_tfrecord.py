@@ -148,6 +148,11 @@ def test_keratron_files_read_by_tensorflow(tmp_path, compression):
     expected = RECORDS + [b"str record"]
     assert [r.numpy() for r in tf.data.TFRecordDataset(path, compression)] == expected
     assert list(tf.compat.v1.io.tf_record_iterator(path, compression)) == expected
+    dropped = str(tmp_path / "dropped.tfrecord")
+    writer = tf1.io.TFRecordWriter(dropped, tf1.io.TFRecordOptions(compression))
+    writer.write(b"unclosed")
+    del writer
+    assert list(tf.compat.v1.io.tf_record_iterator(dropped, compression)) == [b"unclosed"]
     reference = str(tmp_path / "tf.tfrecord")
     with tf.io.TFRecordWriter(reference, compression) as writer:
         for r in expected:

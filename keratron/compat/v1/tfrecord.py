@@ -212,6 +212,11 @@ class TFRecordWriter:
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):
+        # As TensorFlow's writer: a writer dropped unclosed still ends its compressed stream.
+        if getattr(self, "_file", None) is not None:
+            self.close()
+
 
 # ------------------------------------------------------------------------------- reading
 def tf_record_iterator(path, options=None):
