@@ -237,8 +237,10 @@ def stored_value(dataset, filepath, where: str, bfloat16: bool = False) -> Store
     # Keras 3 stores a bfloat16 weight as 2-byte opaque data (ml_dtypes' bfloat16, which h5py
     # does not know) and marks it with a dtype="bfloat16" attribute.
     bf16_opaque = bfloat16 and dtype.kind == "V" and dtype.itemsize == 2
-    if dtype.fields is not None or dtype.subdtype is not None or (
-        dtype.kind not in "fiub" and not bf16_opaque
+    if (
+        dtype.fields is not None
+        or dtype.subdtype is not None
+        or (dtype.kind not in "fiub" and not bf16_opaque)
     ):
         raise WeightFileError(
             f"{label} has dtype {dtype}; weights are stored as float, int, uint or bool arrays."

@@ -463,6 +463,13 @@ for batch, steps, units, masked in ((3, 4, 2, False), (2, 1, 3, True), (0, 3, 2,
             _add("gru_grad", gru_grad, params, covered=True)
 
 
+# remat_barrier: the value passes through; the values it waits on only order it
+for dt in (F32, F16, I32, BOOL):
+    for shape in ((2, 3), (), (0, 4)):
+        _add("remat_barrier", [(shape, dt)], covered=True)
+        _add("remat_barrier", [(shape, dt), ((5,), F32), ((2, 2), F16)], covered=True)
+
+
 # ---------------------------------------------------------------------- the checks
 def _meta_avals(prim, avals, params):
     """Today's abstract path: the abstract rule (or impl) on meta tensors; None if it raises."""

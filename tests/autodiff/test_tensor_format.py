@@ -21,7 +21,7 @@ def test_format_matches_tensorflow(value, spec):
     tf = require("tensorflow")
     want = format(tf.constant(value), spec)
     assert format(kt.convert_to_tensor(value), spec) == want
-    assert "hello, {}".format(kt.convert_to_tensor(value)) == "hello, {}".format(tf.constant(value))
+    assert f"hello, {kt.convert_to_tensor(value)}" == f"hello, {tf.constant(value)}"
 
 
 def test_a_traced_tensor_formats_without_its_values():

@@ -15,6 +15,7 @@ __all__ = [
     "ResourceExhaustedError",
     "UnknownError",
     "AbortedError",
+    "DataLossError",
 ]
 
 
@@ -70,3 +71,7 @@ class UnknownError(OpError):
 
 class AbortedError(OpError):
     pass
+
+
+class DataLossError(OpError):
+    """Unrecoverable data loss or corruption, as a corrupt or truncated record file."""

@@ -54,8 +54,7 @@ __all__ = [
 ]
 
 
-class DataLossError(errors.OpError):
-    """Unrecoverable data loss or corruption (TF's `tf.errors.DataLossError`)."""
+DataLossError = errors.DataLossError
 
 
 # ------------------------------------------------------------------------------- options
