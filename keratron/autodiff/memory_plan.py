@@ -66,7 +66,7 @@ def replay_with_kept_buffers(compiled_lock, kept: list, replay):
         compiled_lock.release()
 
 
-def _always(params, shapes) -> bool:
+def _always(params, avals) -> bool:
     return True
 
 
@@ -81,8 +81,9 @@ def keeps_output(prim, condition=_always):
     computes exactly what `prim`'s CPU implementation computes (the same kernel, so the values
     are bit-identical), writing into tensors it allocates once in the dict `buffers` (the
     outputs' (shape, dtype) are `out_avals`), and returns the output(s); or it returns None for
-    a case it does not serve, and the plain kernel runs. `condition(params, input_shapes)` is
-    checked once, when the plan is built.
+    a case it does not serve, and the plain kernel runs. `condition(params, input_avals)` (one
+    (shape, dtype) pair per input, None for an absent one) is checked once, when the plan is
+    built.
 
     Example:
         >>> from keratron.autodiff.primitive import Primitive
@@ -202,8 +203,8 @@ def kept_buffer_call(graph, node, fallback, buffers_list: list):
     if entry is None or node.params is None:
         return None
     writer, static_ok = entry
-    shapes = [graph.avals[s][0] if s is not None else None for s in node.inputs]
-    if shapes[0] is None or not static_ok(node.params, shapes):
+    in_avals = [graph.avals[s] if s is not None else None for s in node.inputs]
+    if in_avals[0] is None or not static_ok(node.params, in_avals):
         return None
     if max(_nbytes(graph.avals[s]) for s in node.outputs) < MIN_BYTES:
         return None

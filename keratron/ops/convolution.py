@@ -14,9 +14,10 @@ Pooling: `max_pool` / `avg_pool` with backward primitives on aten's pooling back
 and the max-pool rewrites the compiler runs (`autodiff.passes.register_pass`).
 
 The reference `conv` is plain torch. On the CPU a route (`@device_route(conv_p, "cpu")`) runs
-a 1x1 convolution as a GEMM where that is faster and a relu/relu6 epilogue as a oneDNN
-post-op; the compiler stores an inference convolution's kernel in oneDNN's blocked format once
-per weight change (`conv_kernel_layout`, a prelude rewrite registered here).
+a 1x1 convolution as a GEMM where that is faster and one with a relu/relu6 epilogue on
+oneDNN's kernel directly (the activation applied in place after it); the compiler stores an
+inference convolution's kernel in oneDNN's blocked format once per weight change
+(`conv_kernel_layout`, a prelude rewrite registered here).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from keratron.ops import _shape_rules as rules
 from keratron.ops import epilogue
 from keratron.ops._core import Primitive, Tensor, as_tensor
 from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
-from keratron.ops.linalg import _promote, epilogue_grad, matmul_p
+from keratron.ops.linalg import _promote, cpu_gemm, epilogue_grad, matmul_p
 from keratron.ops.reduction import sum_p
 from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
 
@@ -149,10 +150,10 @@ conv_p = Primitive(
 
 
 # ------------------------------------------------------------------------------ conv, CPU route
-# oneDNN's convolution with relu/relu6 applied as it writes each output tile (a post-op), so
-# no second pass reads the output back; the clamps are exact, so the values are those of
-# convolution + clamp. (name, scalars) as oneDNN's eltwise post-ops take them.
-_POST_OPS = {"relu": ("relu", []), "relu6": ("hardtanh", [0.0, 6.0])}
+# The epilogues after which a convolution runs on oneDNN's kernel (measured the faster
+# there), with the activation applied by torch in place after it: oneDNN's own relu and
+# hardtanh post-ops map NaN to 0, where the epilogue's NaN policy keeps NaN.
+_ONEDNN_EPILOGUES = ("relu", "relu6")
 try:
     _conv_post_op = torch.ops.mkldnn._convolution_pointwise
 except (AttributeError, RuntimeError):  # a torch built without oneDNN
@@ -196,7 +197,7 @@ def _gemm_route(x_shape, k_shape, strides, padding, groups, onednn: bool) -> boo
 
 def _cpu_branch(x, k, strides, padding, groups, activation) -> str:
     """Which kernel the CPU convolution runs for these values: "gemm" for a small pointwise
-    convolution, "onednn" (with a post-op) for a relu/relu6 epilogue or a kernel prepacked by
+    convolution, "onednn" for a relu/relu6 epilogue or a kernel prepacked by
     `conv_kernel_layout`, else "reference"."""
     onednn = _onednn_cpu(x.device.type, x.dtype, x.dim())
     if (
@@ -205,21 +206,20 @@ def _cpu_branch(x, k, strides, padding, groups, activation) -> str:
         and _gemm_route(x.shape, k.shape, strides, padding, groups, onednn)
     ):
         return "gemm"
-    if onednn and _conv_post_op is not None and (activation in _POST_OPS or k.is_mkldnn):
+    if onednn and _conv_post_op is not None and (activation in _ONEDNN_EPILOGUES or k.is_mkldnn):
         return "onednn"
     return "reference"
 
 
 @device_route(conv_p, "cpu")
 def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
-    """The CPU convolution, by `_cpu_branch`: a GEMM, oneDNN with a post-op, or the
-    reference."""
+    """The CPU convolution, by `_cpu_branch`: a GEMM, oneDNN's kernel, or the reference."""
     branch = _cpu_branch(x, k, strides, padding, groups, activation)
     if branch == "gemm":
         cin, cout = k.shape[-2], k.shape[-1]
         x2 = x.reshape(-1, cin)
         w2 = k.reshape(cin, cout)
-        y = torch.mm(x2, w2) if b is None else torch.addmm(b, x2, w2)
+        y = cpu_gemm(x2, w2, b)
         return epilogue.apply(y.reshape(*x.shape[:-1], cout), activation, inplace=True)
     if branch == "onednn":
         nd = x.dim() - 2
@@ -227,14 +227,11 @@ def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
         if tpad is None:
             x, tpad = _pad_cl(x, padding), [0] * nd
         # A kernel prepacked by conv_kernel_layout is already in oneDNN's blocked format.
-        name, scalars = _POST_OPS.get(activation, ("none", []))
         w = k if k.is_mkldnn else _kernel_to_torch(k)
         y = _conv_post_op(
-            _to_cf(x), w, b, tpad, list(strides), list(dilation), groups, name, scalars, ""
+            _to_cf(x), w, b, tpad, list(strides), list(dilation), groups, "none", [], ""
         )
-        if activation not in _POST_OPS:
-            y = epilogue.apply(y, activation, inplace=True)
-        return _to_cl(y)
+        return _to_cl(epilogue.apply(y, activation, inplace=True))
     return _conv_impl(x, k, b, strides, padding, dilation, groups, activation)
 
 
@@ -247,7 +244,7 @@ except (AttributeError, RuntimeError):
 @memory_plan.keeps_output(conv_p)
 def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, activation):
     """The oneDNN branch of `_conv_cpu`, written into a kept buffer: the buffer is zeroed and
-    oneDNN adds the convolution into it (exact: c + 0 == c) before the same post-op."""
+    oneDNN adds the convolution into it (exact: c + 0 == c); the activation follows in place."""
     tpad = _torch_padding(padding)
     if (
         _conv_into_op is None
@@ -258,8 +255,6 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
     n, *spatial, c = out_avals[0][0]
     out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), x.dtype), channels_last=True)
     out.zero_()
-    # After a binary post-op oneDNN takes only relu; relu6 is clamped in place after it.
-    post = "relu" if activation == "relu" else None
     w = k if k.is_mkldnn else _kernel_to_torch(k)
     _conv_into_op(
         out,
@@ -272,14 +267,11 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
         groups,
         "add",
         None,
-        post,
+        None,
         [],
         "",
     )
-    y = _to_cl(out)
-    if activation not in (None, "relu"):
-        y = epilogue.apply(y, activation, inplace=True)
-    return y
+    return epilogue.apply(_to_cl(out), activation, inplace=True)
 
 
 def _kernel_layout_impl(k, input_shape=None, strides=None, padding=None, dilation=None, groups=1):
@@ -952,8 +944,8 @@ max_pool_gather_p = Primitive(
 )
 
 
-def _pool_2d_unpadded(params, shapes) -> bool:
-    return len(shapes[0]) == 4 and not _has_pad(params["padding"])
+def _pool_2d_unpadded(params, avals) -> bool:
+    return len(avals[0][0]) == 4 and not _has_pad(params["padding"])
 
 
 @memory_plan.keeps_output(max_pool_p, _pool_2d_unpadded)
