@@ -1,5 +1,7 @@
-"""Pretrained image models, as `keras.applications`: MobileNet, MobileNetV2 and InceptionV3,
-with Keras's layer names and weight layouts so Keras's `.h5` weight files load unchanged.
+"""Pretrained image models, as `keras.applications`: every architecture Keras 3 ships (VGG,
+ResNet and ResNetV2, Xception, Inception V3 and Inception-ResNet V2, MobileNet V1-V3, DenseNet,
+NASNet, EfficientNet and V2, ConvNeXt), with Keras's layer names and weight layouts so Keras's
+`.h5` weight files load unchanged.
 
 Example:
     >>> model = keratron.applications.MobileNet(weights=None, alpha=0.25)
