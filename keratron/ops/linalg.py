@@ -204,12 +204,15 @@ def _plain_layout(t: torch.Tensor) -> bool:
 def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> bool:
     """Whether `cpu_gemm(x, w, b)` runs on oneDNN: two float32 CPU matrices (b a vector of
     w's columns, or None) of a size where oneDNN's inner product is the faster."""
+    if _onednn_linear is None or x.dim() != 2 or w.dim() != 2:
+        return False
+    m, k = x.shape
+    macs = m * k * w.shape[1]
+    if macs < ONEDNN_GEMM_MACS:  # the common small case, decided first
+        return False
     if (
-        _onednn_linear is None
-        or x.dtype != torch.float32
+        x.dtype != torch.float32
         or w.dtype != torch.float32
-        or x.dim() != 2
-        or w.dim() != 2
         or x.device.type != "cpu"
         or w.device.type != "cpu"
         or not (_plain_layout(x) and _plain_layout(w))
@@ -217,10 +220,8 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
         return False
     if b is not None and (b.dtype != torch.float32 or tuple(b.shape) != (w.shape[1],)):
         return False
-    m, k = x.shape
-    macs = m * k * w.shape[1]
     transposed = m > 1 and k > 1 and not x.is_contiguous()
-    return macs >= (ONEDNN_GEMM_MACS_TRANSPOSED if transposed else ONEDNN_GEMM_MACS)
+    return not transposed or macs >= ONEDNN_GEMM_MACS_TRANSPOSED
 
 
 def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
@@ -235,13 +236,12 @@ def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.
 
 @device_route(matmul_p, "cpu")
 def _matmul_cpu(x, w, b, activation):
-    """`_matmul_impl` with the 2-D product (leading axes of x folded into its rows) on
-    `cpu_gemm`'s oneDNN branch; other cases are the reference's."""
+    """`_matmul_impl` with its 2-D product (leading axes of x folded into the rows) on
+    `cpu_gemm`: oneDNN for the large float32 products, the reference's BLAS call otherwise
+    (decided without raising: most products of a small model are small)."""
     if w.dim() != 2 or x.dim() < 2:
-        raise NotImplementedError("a batched or vector product")
+        return _matmul_impl(x, w, b, activation)
     x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    if not onednn_gemm(x2, w, b):
-        raise NotImplementedError("below oneDNN's size, or another dtype or layout")
     y = cpu_gemm(x2, w, b)
     if x.dim() != 2:
         y = y.reshape(*x.shape[:-1], w.shape[-1])
