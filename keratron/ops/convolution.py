@@ -228,6 +228,8 @@ def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
             x, tpad = _pad_cl(x, padding), [0] * nd
         # A kernel prepacked by conv_kernel_layout is already in oneDNN's blocked format.
         w = k if k.is_mkldnn else _kernel_to_torch(k)
+        # oneDNN reads the bias as a dense vector: a strided one (a slice) is copied first.
+        b = b if b is None else b.contiguous()
         y = _conv_post_op(
             _to_cf(x), w, b, tpad, list(strides), list(dilation), groups, "none", [], ""
         )
@@ -260,7 +262,7 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
         out,
         _to_cf(x),
         w,
-        b,
+        b if b is None else b.contiguous(),  # oneDNN reads the bias as a dense vector
         tpad,
         list(strides),
         list(dilation),

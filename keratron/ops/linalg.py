@@ -229,8 +229,9 @@ def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.
     faster, else torch's BLAS GEMM. Activations are left to the caller (`epilogue.apply`):
     oneDNN's fused relu maps NaN to 0, where the epilogue's NaN policy keeps NaN."""
     if onednn_gemm(x, w, b):
-        # oneDNN's weight is (out_features, in_features): w.T, a view.
-        return _onednn_linear(x, w.t(), b, "none", [], "")
+        # oneDNN's weight is (out_features, in_features): w.T, a view. It reads the bias as a
+        # dense vector: a strided one (a slice) is copied first.
+        return _onednn_linear(x, w.t(), b if b is None else b.contiguous(), "none", [], "")
     return torch.mm(x, w) if b is None else torch.addmm(b, x, w)
 
 

@@ -110,3 +110,36 @@ def test_conv_cpu_route_keeps_nan_through_relu(xs, ks, padding, activation, comp
     assert np.isnan(want).any()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.nanmax(np.abs(want)) + 1))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_strided_bias_is_read_as_its_values(compiled):
+    # oneDNN reads a bias as a dense vector; a slice of a longer vector must not be misread.
+    x = RNG.standard_normal((128, 784)).astype("float32")
+    w = RNG.standard_normal((784, 512)).astype("float32")
+    long_bias = RNG.standard_normal(1024).astype("float32")
+    b = keratron.convert_to_tensor(long_bias)[::2]
+    fn = keratron.function(_matmul) if compiled else _matmul
+    got = np.asarray(fn(keratron.convert_to_tensor(x), keratron.convert_to_tensor(w), b, "relu"))
+    want = _np_epilogue(x.astype("float64") @ w + long_bias[::2], "relu")
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max() * 28)
+
+
+@pytest.mark.parametrize("xs,ks,padding", CONVS)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conv_reads_a_strided_bias_as_its_values(xs, ks, padding, compiled):
+    x = RNG.standard_normal(xs).astype("float32")
+    k = (RNG.standard_normal(ks) / np.sqrt(np.prod(ks[:-1]))).astype("float32")
+    long_bias = RNG.standard_normal(2 * ks[-1]).astype("float32")
+    b = keratron.convert_to_tensor(long_bias)[::2]
+
+    def conv_with_bias(x, k, b):
+        return conv_p.bind(
+            x, k, b, strides=(1, 1), padding=padding, dilation=(1, 1), groups=1, activation="relu"
+        )
+
+    fn = keratron.function(conv_with_bias) if compiled else conv_with_bias
+    for _ in range(2 if compiled else 1):
+        got = np.asarray(fn(keratron.convert_to_tensor(x), keratron.convert_to_tensor(k), b))
+    want = _np_epilogue(_np_conv(x, k, padding) + long_bias[::2], "relu")
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
