@@ -35,7 +35,7 @@ from keratron.ops import _shape_rules as rules
 from keratron.ops import epilogue
 from keratron.ops._core import Primitive, Tensor, as_tensor
 from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
-from keratron.ops.linalg import _promote, cpu_gemm, epilogue_grad, matmul_p
+from keratron.ops.linalg import _matmul_with, _promote, cpu_gemm, epilogue_grad, matmul_p
 from keratron.ops.reduction import sum_p
 from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
 
@@ -215,12 +215,8 @@ def _cpu_branch(x, k, strides, padding, groups, activation) -> str:
 def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
     """The CPU convolution, by `_cpu_branch`: a GEMM, oneDNN's kernel, or the reference."""
     branch = _cpu_branch(x, k, strides, padding, groups, activation)
-    if branch == "gemm":
-        cin, cout = k.shape[-2], k.shape[-1]
-        x2 = x.reshape(-1, cin)
-        w2 = k.reshape(cin, cout)
-        y = cpu_gemm(x2, w2, b)
-        return epilogue.apply(y.reshape(*x.shape[:-1], cout), activation, inplace=True)
+    if branch == "gemm":  # over the NHWC channels: the matmul CPU route's product
+        return _matmul_with(cpu_gemm, x, k.reshape(k.shape[-2], k.shape[-1]), b, activation)
     if branch == "onednn":
         nd = x.dim() - 2
         tpad = _torch_padding(padding)

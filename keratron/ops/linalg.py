@@ -120,20 +120,28 @@ def epilogue_grad(g: Tensor, out: Tensor, activation, pre_activation) -> Tensor:
 
 
 # ------------------------------------------------------------------------ matmul
-def _matmul_impl(x, w, b, activation):
-    if x.dim() == 2 and w.dim() == 2:
-        y = torch.mm(x, w) if b is None else torch.addmm(b, x, w)
-        return y if activation is None else epilogue.apply(y, activation, inplace=True)
+def _blas_gemm(x, w, b):
+    """`x @ w (+ b)` for matrices on torch's BLAS GEMM, the bias folded in by addmm."""
+    return torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+
+
+def _matmul_with(gemm, x, w, b, activation):
+    """`act(x @ w + b)` with a 2-D `w` as one `gemm(x2, w, b)` call over all leading axes of x
+    folded into the rows of x2; a batched `w` through torch.matmul."""
     if w.dim() == 2:
-        # One BLAS call over all leading dims of x, with the bias folded in by addmm.
-        x2 = x.reshape(-1, x.shape[-1])
-        y = torch.mm(x2, w) if b is None else torch.addmm(b, x2, w)
-        y = y.reshape(*x.shape[:-1], w.shape[-1])
+        if x.dim() == 2:
+            y = gemm(x, w, b)
+        else:
+            y = gemm(x.reshape(-1, x.shape[-1]), w, b).reshape(*x.shape[:-1], w.shape[-1])
     else:
         y = torch.matmul(x, w)
         if b is not None:
             y.add_(b)
     return epilogue.apply(y, activation, inplace=True)
+
+
+def _matmul_impl(x, w, b, activation):
+    return _matmul_with(_blas_gemm, x, w, b, activation)
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -232,21 +240,15 @@ def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.
         # oneDNN's weight is (out_features, in_features): w.T, a view. It reads the bias as a
         # dense vector: a strided one (a slice) is copied first.
         return _onednn_linear(x, w.t(), b if b is None else b.contiguous(), "none", [], "")
-    return torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+    return _blas_gemm(x, w, b)
 
 
 @device_route(matmul_p, "cpu")
 def _matmul_cpu(x, w, b, activation):
-    """`_matmul_impl` with its 2-D product (leading axes of x folded into the rows) on
-    `cpu_gemm`: oneDNN for the large float32 products, the reference's BLAS call otherwise
-    (decided without raising: most products of a small model are small)."""
-    if w.dim() != 2 or x.dim() < 2:
-        return _matmul_impl(x, w, b, activation)
-    x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
-    y = cpu_gemm(x2, w, b)
-    if x.dim() != 2:
-        y = y.reshape(*x.shape[:-1], w.shape[-1])
-    return epilogue.apply(y, activation, inplace=True)
+    """`_matmul_impl` with its 2-D product on `cpu_gemm`: oneDNN for the large float32
+    products, the reference's BLAS call otherwise (decided without raising: most products of
+    a small model are small)."""
+    return _matmul_with(cpu_gemm, x, w, b, activation)
 
 
 def _matmul_keeps(params, avals) -> bool:
