@@ -109,8 +109,9 @@ def test_a_write_outside_keratron_invalidates_the_cache_too():
 def _large_model(seed=0):
     """Values large enough (over memory_plan.MIN_BYTES at batch 32) for the compiled plan to
     keep their buffers across replays: the padded input, the relu convolution's output
-    (oneDNN adding into a kept buffer), the max-pool output and gradient, and the Dense
-    kernel's gradient."""
+    (oneDNN adding into a kept buffer), the max-pool output and gradient. The Dense(64)
+    products (8.4M multiply-adds) run on oneDNN's inner product, which the interleaving then
+    covers as well."""
     kt.utils.set_random_seed(seed)
     inputs = kt.Input((32, 32, 8))
     h = kt.layers.ZeroPadding2D(1)(inputs)
@@ -185,7 +186,7 @@ def test_random_interleaving_matches_the_eager_reference(tmp_path):
 
 def test_random_interleaving_with_kept_buffers_matches_the_eager_reference(tmp_path, monkeypatch):
     # The compiled plans keep large intermediate buffers across replays (memory_plan): the
-    # same interleaving, on a model whose pad, max-pool gradient and Dense gradient are kept.
+    # same interleaving, on a model whose pad, convolution and max-pool values are kept.
     from keratron.autodiff import memory_plan
 
     kept_lists = []
