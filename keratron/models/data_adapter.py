@@ -82,6 +82,8 @@ def _to_numpy(x):
 
 def _to_tensor(x):
     """A batch leaf -> a keratron Tensor; numpy float64 arrives as floatx, as in Keras."""
+    if type(x) is torch.Tensor and not x.requires_grad:
+        return Tensor(x)  # a batch cut from an array adapter's views: the common case first
     if x is None or isinstance(x, (Tensor, KerasTensor)):
         return x
     if isinstance(x, np.ndarray) and x.dtype == np.float64:
@@ -230,6 +232,11 @@ class _ArrayAdapter:
 
     def __iter__(self):
         n, bs = self.num_samples, self.batch_size
+        # `(x, y, sample_weight)` of plain arrays (the usual case): cut without the generic
+        # structure walk.
+        flat = type(self._tensors) is tuple and not any(
+            tree.is_nested(a) for a in self._tensors
+        )
         perm = None
         if self.shuffle and self.shuffle != "batch":
             perm = torch.from_numpy(np.random.permutation(n))
@@ -241,7 +248,10 @@ class _ArrayAdapter:
                 idx = perm[lo:hi]
             else:
                 idx = slice(lo, hi)
-            yield tree.map_structure(lambda a, idx=idx: _take(a, idx), self._tensors)
+            if flat:
+                yield tuple([_take(a, idx) for a in self._tensors])
+            else:
+                yield tree.map_structure(lambda a, idx=idx: _take(a, idx), self._tensors)
 
 
 class _IterableAdapter:

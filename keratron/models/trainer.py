@@ -380,6 +380,10 @@ class Trainer:
             if weights:
                 self._batch_device = target
 
+        if type(batch) is tuple and all(
+            t is None or (type(t) is Tensor and _same_device(t._value, target)) for t in batch
+        ):
+            return batch  # `(x, y, sample_weight)` already there: the common case on the CPU
         to_cuda = target.type == "cuda"
 
         def move(t):

@@ -9,6 +9,15 @@ from keratron.optimizers.base_optimizer import Optimizer
 
 # Dtypes torch's fused CPU Adam kernel takes (half precision goes through the foreach ops).
 _FUSED_DTYPES = (torch.float32, torch.float64)
+# A step count at which beta**step underflows to 0 in float64 for any beta < 1 (0.9999999 **
+# 2**40 = exp(-1.1e5)): torch's fused kernel then applies no bias correction (see
+# Adam._fused_update). float32 holds 2**40 exactly; the kernel only reads it.
+_UNCORRECTED_STEP = torch.tensor(2.0**40)
+
+
+def _uncorrected(beta) -> bool:
+    """Whether beta**_UNCORRECTED_STEP is 0 (every beta not within ~1e-11 of 1)."""
+    return float(beta) ** 2.0**40 == 0.0
 
 
 class Adam(Optimizer):
@@ -101,11 +110,16 @@ class Adam(Optimizer):
             alpha = float(
                 f(float(lr)) * np.sqrt(one - f(self.beta_2) ** t) / (one - f(self.beta_1) ** t)
             )
-            if values[0].dtype in _FUSED_DTYPES and all(x.is_contiguous() for x in values):
+            if (
+                values[0].dtype in _FUSED_DTYPES
+                and all(x.is_contiguous() for x in values)
+                and _uncorrected(self.beta_1)
+                and _uncorrected(self.beta_2)
+            ):
                 # The fused kernel walks every tensor as flat memory: gradients that are
                 # views in another layout (a transposed kernel gradient) are made dense.
                 grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
-                self._fused_update(values, grads, m, v, idx, float(t), alpha)
+                self._fused_update(values, grads, m, v, idx, alpha)
                 return
         else:
             # Elsewhere the scalars stay on the device, so a step never waits on the host.
@@ -129,29 +143,29 @@ class Adam(Optimizer):
         torch._foreach_div_(denom, -alpha)
         torch._foreach_addcdiv_(values, m, denom)
 
-    def _fused_update(self, values, grads, m, v, idx, t, alpha):
+    def _fused_update(self, values, grads, m, v, idx, alpha):
         """One pass over each variable in torch's fused CPU Adam kernel.
 
         The kernel computes lr / c1 * m / (sqrt(v) / sqrt(c2) + eps) with its own bias
-        corrections c1 = 1 - b1^t, c2 = 1 - b2^t in float64. Handing it lr = alpha * c1 /
-        sqrt(c2) and eps / sqrt(c2) leaves Keras's update, alpha * m / (sqrt(v) + eps), with
-        Keras's alpha (computed at the variables' precision); the moments move by 1 - beta
-        taken in float64, as Keras's do.
+        corrections c1 = 1 - b1^step, c2 = 1 - b2^step (float64) from a step tensor. Given
+        `_UNCORRECTED_STEP`, a step at which b^step is 0 in float64 for every b < 1, both
+        corrections are exactly 1 and the kernel computes Keras's update, alpha * m / (sqrt(v)
+        + eps), with Keras's alpha (computed at the variables' precision by the caller); the
+        moments move by 1 - beta taken in float64, as Keras's do. The step tensor is shared and
+        never written, so a step allocates nothing for it.
         """
-        beta_1, beta_2 = float(self.beta_1), float(self.beta_2)
-        c1, c2 = 1.0 - beta_1**t, 1.0 - beta_2**t
         torch._fused_adam_(
             values,
             grads,
             m,
             v,
             [self._velocity_hats[i]._value for i in idx] if self.amsgrad else [],
-            [torch.tensor(t)] * len(values),
-            lr=alpha * c1 / np.sqrt(c2),
-            beta1=beta_1,
-            beta2=beta_2,
+            [_UNCORRECTED_STEP] * len(values),
+            lr=alpha,
+            beta1=float(self.beta_1),
+            beta2=float(self.beta_2),
             weight_decay=0.0,
-            eps=self.epsilon / np.sqrt(c2),
+            eps=float(self.epsilon),
             amsgrad=self.amsgrad,
             maximize=False,
         )
