@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from keratron import config
+from keratron.autodiff import passes
 from keratron.autodiff.tensor import Tensor
 from keratron.ops import _shape_rules as rules
 from keratron.ops._core import (
@@ -121,6 +122,9 @@ sum_p = Primitive(
     _sum_impl,
     lambda g, x, out, axis, keepdims: (_expand_back(g, x, axis, keepdims),),
     fresh=True,
+    # A sum over nothing but size-1 axes, kept (or of a 0-d value, as a loss's reduction
+    # chain ends) is its input; the compiler drops it (only -0.0 would have come out as 0.0).
+    simplify=passes.identity_on_same_aval,
     shape_rule=_sum_shape,
 )
 
