@@ -204,6 +204,25 @@ def test_simplify_drops_shape_and_sign_round_trips():
     assert items == [("slot", x)] * 5 and graph.nodes == [], [n.prim for n in graph.nodes]
 
 
+def test_simplify_drops_sums_over_size_one_axes_only():
+    def f(x):
+        return (
+            ops.sum(x, axis=1, keepdims=True),  # (2, 1, 3): a sum of one element
+            ops.sum(ops.sum(x), axis=None),  # the second sum reads a 0-d value
+            ops.sum(x, axis=0, keepdims=True),  # (2 rows): a real sum, kept
+        )
+
+    graph, items, (x,) = _trace(f, (2, 1, 3))
+    items = passes.dce(graph, passes.simplify(graph, items))
+    assert items[0] == ("slot", x)
+    assert [n.prim.name for n in graph.nodes] == ["sum", "sum"]  # the full sum, axis-0 sum
+    assert items[1] == ("slot", graph.nodes[0].outputs[0])
+    data = np.arange(6, dtype="float32").reshape(2, 1, 3) - 2.5
+    compiled = kt.function(f)(data)
+    for got, want in zip(compiled, (data, data.sum(), data.sum(axis=0, keepdims=True))):
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_fold_constants_computes_fills_from_the_input_type():
     from keratron.ops import elementwise
 
