@@ -234,9 +234,7 @@ class _ArrayAdapter:
         n, bs = self.num_samples, self.batch_size
         # `(x, y, sample_weight)` of plain arrays (the usual case): cut without the generic
         # structure walk.
-        flat = type(self._tensors) is tuple and not any(
-            tree.is_nested(a) for a in self._tensors
-        )
+        flat = type(self._tensors) is tuple and not any(tree.is_nested(a) for a in self._tensors)
         perm = None
         if self.shuffle and self.shuffle != "batch":
             perm = torch.from_numpy(np.random.permutation(n))
