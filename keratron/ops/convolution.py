@@ -452,6 +452,87 @@ conv_grad_filter_p = Primitive(
 )
 
 
+# ------------------------------------------------------------------------- conv_grad_input, CPU
+def _full_conv_padding(k_shape, strides, padding, dilation, groups, dtype, ndim):
+    """For a 2-D float32 convolution of stride 1, dilation 1 and one group, padded the same on
+    both sides of each axis (valid, or same with an odd kernel), the padding under which a
+    plain convolution of the output gradient with the flipped, transposed kernel (a "full"
+    convolution) is the input gradient; else None."""
+    if (
+        _conv_post_op is None
+        or ndim != 4
+        or dtype != torch.float32
+        or groups != 1
+        or any(s != 1 for s in strides)
+        or any(d != 1 for d in dilation)
+        or _pointwise(k_shape, strides, padding, groups)
+        or not torch.backends.mkldnn.is_available()
+    ):
+        return None
+    pads = []
+    for size, (lo, hi) in zip(k_shape[:2], padding):
+        if lo != hi or lo > size - 1:
+            return None
+        pads.append(size - 1 - lo)
+    return pads
+
+
+def _full_conv_kernel(k: torch.Tensor) -> torch.Tensor:
+    """Keras (kh, kw, in, out) -> the torch weight (in, out, kh, kw) of the full convolution:
+    the kernel flipped in space, its channels swapped (small: made on each call)."""
+    return k.flip(0, 1).permute(2, 3, 0, 1).contiguous(memory_format=torch.channels_last)
+
+
+@device_route(conv_grad_input_p, "cpu")
+def _conv_grad_input_cpu(g, k, input_shape, strides, padding, dilation, groups):
+    """The input gradient as oneDNN's forward convolution of the output gradient with the
+    flipped, transposed kernel (the same values as aten's backward-data kernel, which runs
+    the same oneDNN arithmetic; measured equal bit for bit at the cnn's shape) where
+    `_full_conv_padding` allows, else the reference. As a forward convolution it can add into
+    a kept buffer (`_conv_grad_input_into`), where the reference allocates 11 MB a step at the
+    cnn's batch 128, every page of which faults."""
+    pads = _full_conv_padding(k.shape, strides, padding, dilation, groups, g.dtype, g.dim())
+    if pads is None or g.device.type != "cpu" or k.is_mkldnn:
+        return _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups)
+    w = _full_conv_kernel(k)
+    y = _conv_post_op(_to_cf(g), w, None, pads, [1, 1], [1, 1], 1, "none", [], "")
+    return _to_cl(y)
+
+
+def _grad_input_keeps(params, avals) -> bool:
+    (g_shape, dtype), (k_shape, _) = avals[0], avals[1]
+    return (
+        _conv_into_op is not None
+        and _full_conv_padding(
+            k_shape,
+            params["strides"],
+            params["padding"],
+            params["dilation"],
+            params["groups"],
+            dtype,
+            len(g_shape),
+        )
+        is not None
+    )
+
+
+@memory_plan.keeps_output(conv_grad_input_p, _grad_input_keeps)
+def _conv_grad_input_into(
+    buffers, out_avals, g, k, input_shape, strides, padding, dilation, groups
+):
+    """`_conv_grad_input_cpu`'s oneDNN branch, added into a zeroed kept buffer (exact:
+    c + 0 == c)."""
+    pads = _full_conv_padding(k.shape, strides, padding, dilation, groups, g.dtype, g.dim())
+    if pads is None or g.device.type != "cpu" or k.is_mkldnn:
+        return None
+    n, *spatial, c = out_avals[0][0]
+    out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), g.dtype), channels_last=True)
+    out.zero_()
+    w = _full_conv_kernel(k)
+    _conv_into_op(out, _to_cf(g), w, None, pads, [1, 1], [1, 1], 1, "add", None, None, [], "")
+    return _to_cl(out)
+
+
 # ------------------------------------------------------------------------------ argument parsing
 def _tuple(value, n: int, name: str, op: str) -> tuple:
     if isinstance(value, int):

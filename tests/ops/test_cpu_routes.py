@@ -7,8 +7,9 @@ import pytest
 import torch
 
 import keratron
-from keratron.ops import linalg
-from keratron.ops.convolution import conv_p
+from keratron.autodiff import memory_plan
+from keratron.ops import convolution, linalg
+from keratron.ops.convolution import conv_grad_input_p, conv_p
 from keratron.ops.linalg import matmul_p
 
 RNG = np.random.default_rng(11)
@@ -143,3 +144,58 @@ def test_conv_reads_a_strided_bias_as_its_values(xs, ks, padding, compiled):
         got = np.asarray(fn(keratron.convert_to_tensor(x), keratron.convert_to_tensor(k), b))
     want = _np_epilogue(_np_conv(x, k, padding) + long_bias[::2], "relu")
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
+
+
+# output-gradient shape, kernel shape, padding, whether oneDNN's full convolution serves it:
+# valid and same 3x3 (the cnn's; input gradients of 1 MiB, so that a compiled plan keeps their
+# buffer), a 5x5 same, a 3x5 valid; asymmetric padding and a 1x1 go to the reference.
+GRAD_INPUTS = [
+    ((4, 30, 30, 16), (3, 3, 64, 16), ((0, 0), (0, 0)), True),
+    ((4, 32, 32, 8), (3, 3, 64, 8), ((1, 1), (1, 1)), True),
+    ((1, 7, 8, 4), (5, 5, 3, 4), ((2, 2), (2, 2)), True),
+    ((2, 6, 5, 4), (3, 5, 3, 4), ((0, 0), (0, 0)), True),
+    ((2, 8, 8, 4), (2, 2, 3, 4), ((0, 1), (0, 1)), False),
+    ((2, 8, 8, 16), (1, 1, 32, 16), ((0, 0), (0, 0)), False),
+]
+
+
+def _grad_input_plus_half(g, k, input_shape, padding):
+    gi = conv_grad_input_p.bind(
+        g, k, input_shape=input_shape, strides=(1, 1), padding=padding, dilation=(1, 1), groups=1
+    )
+    return keratron.ops.add(gi, 0.5)  # read inside the function: a kept buffer serves gi
+
+
+@pytest.mark.parametrize("gs,ks,padding,onednn", GRAD_INPUTS)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conv_grad_input_cpu_route_matches_float64(gs, ks, padding, onednn, compiled):
+    g = RNG.standard_normal(gs).astype("float32")
+    k = (RNG.standard_normal(ks) / np.sqrt(np.prod(ks[:-1]))).astype("float32")
+    g[1 % gs[0], 2, 3, 1] = np.nan
+    n, h, w, _ = gs
+    (pt, pb), (pl, pr) = padding
+    input_shape = (n, h + ks[0] - 1 - pt - pb, w + ks[1] - 1 - pl - pr, ks[2])
+    assert (
+        convolution._full_conv_padding(ks, (1, 1), padding, (1, 1), 1, torch.float32, 4) is not None
+    ) == onednn
+    args = (keratron.convert_to_tensor(g), keratron.convert_to_tensor(k), input_shape, padding)
+    fn = keratron.function(_grad_input_plus_half) if compiled else _grad_input_plus_half
+    for _ in range(2 if compiled else 1):  # the second call replays with the kept buffer
+        got = np.asarray(fn(*args)) - 0.5
+    if compiled:
+        kept = fn.get_concrete_graph(*args).kept_buffers
+        assert bool(kept) == (onednn and 4 * np.prod(input_shape) >= memory_plan.MIN_BYTES)
+    # torch's float64 input gradient of the same convolution (NCHW), the reference
+    x_like = torch.zeros((n, ks[2], input_shape[1] + pt + pb, input_shape[2] + pl + pr))
+    want = (
+        torch.nn.grad.conv2d_input(
+            x_like.shape,
+            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
+            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
+        )
+        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
+        .numpy()
+    )
+    assert np.isnan(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.nanmax(np.abs(want)) + 1))
