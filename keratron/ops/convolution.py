@@ -35,7 +35,14 @@ from keratron.ops import _shape_rules as rules
 from keratron.ops import epilogue
 from keratron.ops._core import Primitive, Tensor, as_tensor
 from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
-from keratron.ops.linalg import _matmul_with, _promote, cpu_gemm, epilogue_grad, matmul_p
+from keratron.ops.linalg import (
+    _matmul_with,
+    _promote,
+    cpu_gemm,
+    epilogue_grad,
+    matmul_p,
+    onednn_bias,
+)
 from keratron.ops.reduction import sum_p
 from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
 
@@ -224,10 +231,17 @@ def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
             x, tpad = _pad_cl(x, padding), [0] * nd
         # A kernel prepacked by conv_kernel_layout is already in oneDNN's blocked format.
         w = k if k.is_mkldnn else _kernel_to_torch(k)
-        # oneDNN reads the bias as a dense vector: a strided one (a slice) is copied first.
-        b = b if b is None else b.contiguous()
         y = _conv_post_op(
-            _to_cf(x), w, b, tpad, list(strides), list(dilation), groups, "none", [], ""
+            _to_cf(x),
+            w,
+            onednn_bias(b),
+            tpad,
+            list(strides),
+            list(dilation),
+            groups,
+            "none",
+            [],
+            "",
         )
         return _to_cl(epilogue.apply(y, activation, inplace=True))
     return _conv_impl(x, k, b, strides, padding, dilation, groups, activation)
@@ -258,7 +272,7 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
         out,
         _to_cf(x),
         w,
-        b if b is None else b.contiguous(),  # oneDNN reads the bias as a dense vector
+        onednn_bias(b),
         tpad,
         list(strides),
         list(dilation),

@@ -232,14 +232,19 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
     return not transposed or macs >= ONEDNN_GEMM_MACS_TRANSPOSED
 
 
+def onednn_bias(b: torch.Tensor | None) -> torch.Tensor | None:
+    """A bias as oneDNN's kernels must get it: oneDNN reads it as a dense vector, so a strided
+    one (a slice of a longer vector) is copied first; None stays None."""
+    return b if b is None else b.contiguous()
+
+
 def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
     """`x @ w (+ b)` for CPU matrices: oneDNN's inner product where `onednn_gemm` says it is
     faster, else torch's BLAS GEMM. Activations are left to the caller (`epilogue.apply`):
     oneDNN's fused relu maps NaN to 0, where the epilogue's NaN policy keeps NaN."""
     if onednn_gemm(x, w, b):
-        # oneDNN's weight is (out_features, in_features): w.T, a view. It reads the bias as a
-        # dense vector: a strided one (a slice) is copied first.
-        return _onednn_linear(x, w.t(), b if b is None else b.contiguous(), "none", [], "")
+        # oneDNN's weight is (out_features, in_features): w.T, a view.
+        return _onednn_linear(x, w.t(), onednn_bias(b), "none", [], "")
     return _blas_gemm(x, w, b)
 
 
