@@ -199,3 +199,23 @@ def test_conv_grad_input_cpu_route_matches_float64(gs, ks, padding, onednn, comp
     assert np.isnan(want).any()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.nanmax(np.abs(want)) + 1))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conv_grad_input_cpu_route_reads_a_strided_gradient(compiled):
+    # An NHWC gradient that is a view of NCHW memory (not dense in NHWC order), and one that
+    # is a slice: the route (and, compiled, its kept-buffer writer) reads values, not a layout.
+    g = RNG.standard_normal((4, 30, 30, 16)).astype("float32")
+    k = (RNG.standard_normal((3, 3, 64, 16)) / 12).astype("float32")
+    strided = [
+        torch.from_numpy(np.ascontiguousarray(g.transpose(0, 3, 1, 2))).permute(0, 2, 3, 1),
+        torch.from_numpy(np.stack([g, g], axis=-1).reshape(4, 30, 30, 32))[..., ::2],
+    ]
+    shape, pad, kt = (4, 32, 32, 64), ((0, 0),) * 2, keratron.convert_to_tensor(k)
+    want = _grad_input_plus_half(keratron.convert_to_tensor(g), kt, shape, pad)
+    fn = keratron.function(_grad_input_plus_half) if compiled else _grad_input_plus_half
+    for view in strided:
+        assert not view.is_contiguous()
+        for _ in range(2 if compiled else 1):
+            got = fn(keratron.Tensor(view), kt, shape, pad)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
