@@ -279,3 +279,38 @@ def test_an_epilogue_is_not_folded_into_a_value_another_op_still_reads(linear):
     want = f(x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+def test_a_compiled_plan_calls_the_cpu_route_as_the_dispatcher_would():
+    calls = []
+    prim = Primitive("test_routed_scale", lambda x, factor: x * factor)
+
+    @device_route(prim, "cpu")
+    def _route(x, factor):
+        calls.append("route")
+        if factor == 3.0:
+            raise NotImplementedError("not this factor")  # the reference runs instead
+        return x * factor + 0.0
+
+    try:
+        x = np.arange(4, dtype="float32")
+        for factor, want in ((2.0, x * 2), (3.0, x * 3)):
+            f = kt.function(lambda x, factor=factor: prim.bind(x, factor=factor))
+            calls.clear()
+            np.testing.assert_array_equal(np.asarray(f(x)), want)  # traced and replayed
+            n = len(calls)
+            np.testing.assert_array_equal(np.asarray(f(x)), want)  # replayed
+            assert calls[n:] == ["route"], calls
+        # Values on another device (meta here) go through the dispatcher, not the route.
+        step = passes._cpu_route_call(prim, _route, {"factor": 2.0}, lambda p, v, k: "dispatched")
+        assert step(torch.empty(3, device="meta")) == "dispatched"
+        # Under the "triton" backend the plan keeps the dispatcher (interpreted kernels).
+        node = type("N", (), {"prim": prim, "params": {"factor": 2.0}})()
+        kt.config.set_kernel_backend("triton")
+        try:
+            assert passes._kernel_call(node).__name__ == "<lambda>"
+        finally:
+            kt.config.set_kernel_backend(None)
+        assert passes._kernel_call(node).__name__ == "call"
+    finally:
+        del PRIMITIVES["test_routed_scale"]
