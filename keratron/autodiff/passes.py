@@ -416,38 +416,11 @@ def use_counts(graph: Graph, outputs: list) -> dict:
 def _kernel_call(node: Node):
     prim, params = node.prim, node.params
     if prim.routes:
-        from keratron import config
         from keratron.autodiff import primitive as _prim
 
-        execute = _prim.executor()
-        route = prim.routes.get("cpu")
-        if route is not None and config.kernel_backend() != "triton":
-            return _cpu_route_call(prim, route, params, execute)
-        return lambda *vals: execute(prim, vals, params)
+        return _prim.bound_executor(prim, params)
     impl = prim.impl
     return (lambda *vals: impl(*vals, **params)) if params else impl
-
-
-def _cpu_route_call(prim, route, params, execute):
-    """What the dispatcher (`execute`) does for a primitive with a CPU route, under a kernel
-    backend other than "triton" (a plan is compiled per backend), with the CPU case decided
-    first: on CPU values the route runs (the reference where it raises
-    NotImplementedError), anything else goes through `execute`. A replay already runs with
-    torch's grad mode off. A small model's step makes a few such calls, each of which the
-    dispatcher's checks (meta values, the CUDA route, the grad guard) made about 1.5 us
-    slower."""
-    impl = prim.impl
-
-    def call(*vals):
-        v = vals[0]
-        if v is not None and v.device.type == "cpu":
-            try:
-                return route(*vals, **params)
-            except NotImplementedError:
-                return impl(*vals, **params)
-        return execute(prim, vals, params)
-
-    return call
 
 
 class CompiledFunction:

@@ -30,6 +30,13 @@ def _default_executor(prim, vals, params):
 _executor = _default_executor
 
 
+def _default_binder(prim, params):
+    return lambda *vals: _executor(prim, vals, params)
+
+
+_binder = _default_binder
+
+
 class _TraceState(threading.local):
     def __init__(self):
         self.tracer = None  # the Graph being traced by keratron.function in this thread
@@ -76,10 +83,19 @@ def executor():
     return _executor
 
 
-def set_executor(fn) -> None:
-    """Installs the function that runs a primitive on concrete values (the op dispatcher)."""
-    global _executor
+def bound_executor(prim, params: dict) -> Callable:
+    """`f(*torch_values)` equal to `executor()(prim, torch_values, params)`, prepared once for
+    a step of a compiled plan (which replays with torch's grad mode off): the op dispatcher's
+    `bind` once `keratron.ops` is imported."""
+    return _binder(prim, params)
+
+
+def set_executor(fn, binder=None) -> None:
+    """Installs the function that runs a primitive on concrete values (the op dispatcher),
+    and the one that prepares it for a compiled plan's step (`bound_executor`)."""
+    global _executor, _binder
     _executor = fn
+    _binder = binder or _default_binder
 
 
 DEVICE_KINDS = ("cuda", "cpu")

@@ -1,4 +1,5 @@
-"""The one place where a primitive call picks its implementation.
+"""The one place where a primitive call picks its implementation (`execute`; `bind` prepares
+the same choice once for a compiled plan's step).
 
 Each primitive has a plain torch implementation, the reference (`prim.impl`), and may have
 device routes registered next to their kernels with `@device_route(prim, device)`
@@ -188,7 +189,31 @@ def clear_kernel_choices() -> None:
     _choices.clear()
 
 
-primitive.set_executor(execute)
+def bind(prim, params):
+    """`execute(prim, vals, params)` prepared once for a step of a compiled plan (a plan is
+    compiled per kernel backend and replays with torch's grad mode off): outside the "triton"
+    backend, a primitive with a CPU route gets the CPU case decided first (CPU values run
+    the route, the reference where it raises NotImplementedError; anything else goes through
+    `execute`), skipping the checks a CPU call never needs (meta values, the CUDA route, the
+    grad guard): about 1.5 us a call, a few calls a step of a small model."""
+    route = prim.routes.get("cpu")
+    if route is None or config.kernel_backend() == "triton":
+        return lambda *vals: execute(prim, vals, params)
+    impl = prim.impl
+
+    def call(*vals):
+        v = vals[0]
+        if v is not None and v.device.type == "cpu":
+            try:
+                return route(*vals, **params)
+            except NotImplementedError:
+                return impl(*vals, **params)
+        return execute(prim, vals, params)
+
+    return call
+
+
+primitive.set_executor(execute, bind)
 
 
 def attach_kernel_routes() -> None:

@@ -10,7 +10,7 @@ import torch
 import keratron as kt
 from keratron.autodiff import passes
 from keratron.autodiff.primitive import PRIMITIVES, Primitive, device_route
-from keratron.ops import convolution, rnn
+from keratron.ops import _dispatch, convolution, rnn
 
 ops = kt.ops
 
@@ -302,8 +302,8 @@ def test_a_compiled_plan_calls_the_cpu_route_as_the_dispatcher_would():
             np.testing.assert_array_equal(np.asarray(f(x)), want)  # replayed
             assert calls[n:] == ["route"], calls
         # Values on another device (meta here) go through the dispatcher, not the route.
-        step = passes._cpu_route_call(prim, _route, {"factor": 2.0}, lambda p, v, k: "dispatched")
-        assert step(torch.empty(3, device="meta")) == "dispatched"
+        step, before = _dispatch.bind(prim, {"factor": 2.0}), len(calls)
+        assert step(torch.empty(3, device="meta")).is_meta and len(calls) == before
         # Under the "triton" backend the plan keeps the dispatcher (interpreted kernels).
         node = type("N", (), {"prim": prim, "params": {"factor": 2.0}})()
         kt.config.set_kernel_backend("triton")
