@@ -218,6 +218,15 @@ def _cpu_branch(x, k, strides, padding, groups, activation) -> str:
     return "reference"
 
 
+def _onednn_args(x, k, b, tpad, strides, dilation, groups) -> tuple:
+    """The operands oneDNN's convolution ops (`_conv_post_op`, `_conv_into_op`) take first:
+    the NHWC input as the channels_last NCHW view, the kernel in torch's layout (one prepacked
+    by conv_kernel_layout is already in oneDNN's blocked format), the bias made dense, and
+    the geometry."""
+    w = k if k.is_mkldnn else _kernel_to_torch(k)
+    return _to_cf(x), w, onednn_bias(b), tpad, list(strides), list(dilation), groups
+
+
 @device_route(conv_p, "cpu")
 def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
     """The CPU convolution, by `_cpu_branch`: a GEMM, oneDNN's kernel, or the reference."""
@@ -229,20 +238,7 @@ def _conv_cpu(x, k, b, strides, padding, dilation, groups, activation):
         tpad = _torch_padding(padding)
         if tpad is None:
             x, tpad = _pad_cl(x, padding), [0] * nd
-        # A kernel prepacked by conv_kernel_layout is already in oneDNN's blocked format.
-        w = k if k.is_mkldnn else _kernel_to_torch(k)
-        y = _conv_post_op(
-            _to_cf(x),
-            w,
-            onednn_bias(b),
-            tpad,
-            list(strides),
-            list(dilation),
-            groups,
-            "none",
-            [],
-            "",
-        )
+        y = _conv_post_op(*_onednn_args(x, k, b, tpad, strides, dilation, groups), "none", [], "")
         return _to_cl(epilogue.apply(y, activation, inplace=True))
     return _conv_impl(x, k, b, strides, padding, dilation, groups, activation)
 
@@ -267,22 +263,8 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
     n, *spatial, c = out_avals[0][0]
     out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), x.dtype), channels_last=True)
     out.zero_()
-    w = k if k.is_mkldnn else _kernel_to_torch(k)
-    _conv_into_op(
-        out,
-        _to_cf(x),
-        w,
-        onednn_bias(b),
-        tpad,
-        list(strides),
-        list(dilation),
-        groups,
-        "add",
-        None,
-        None,
-        [],
-        "",
-    )
+    args = _onednn_args(x, k, b, tpad, strides, dilation, groups)
+    _conv_into_op(out, *args, "add", None, None, [], "")
     return epilogue.apply(_to_cl(out), activation, inplace=True)
 
 
@@ -491,10 +473,17 @@ def _full_conv_padding(k_shape, strides, padding, dilation, groups, dtype, ndim)
     return pads
 
 
-def _full_conv_kernel(k: torch.Tensor) -> torch.Tensor:
-    """Keras (kh, kw, in, out) -> the torch weight (in, out, kh, kw) of the full convolution:
-    the kernel flipped in space, its channels swapped (small: made on each call)."""
-    return k.flip(0, 1).permute(2, 3, 0, 1).contiguous(memory_format=torch.channels_last)
+def _full_conv_args(g, k, strides, padding, dilation, groups) -> tuple | None:
+    """The operands oneDNN's convolution ops take first for the input gradient as a full
+    convolution (see `_full_conv_padding`): the output gradient as the channels_last NCHW
+    view, the kernel flipped in space with its channels swapped (torch layout (in, out, kh,
+    kw); small, made on each call), no bias, the full padding, unit strides and dilation, one
+    group. None where the route does not serve the case (the reference runs)."""
+    pads = _full_conv_padding(k.shape, strides, padding, dilation, groups, g.dtype, g.dim())
+    if pads is None or g.device.type != "cpu" or k.is_mkldnn:
+        return None
+    w = k.flip(0, 1).permute(2, 3, 0, 1).contiguous(memory_format=torch.channels_last)
+    return _to_cf(g), w, None, pads, [1, 1], [1, 1], 1
 
 
 @device_route(conv_grad_input_p, "cpu")
@@ -505,12 +494,10 @@ def _conv_grad_input_cpu(g, k, input_shape, strides, padding, dilation, groups):
     `_full_conv_padding` allows, else the reference. As a forward convolution it can add into
     a kept buffer (`_conv_grad_input_into`), where the reference allocates 11 MB a step at the
     cnn's batch 128, every page of which faults."""
-    pads = _full_conv_padding(k.shape, strides, padding, dilation, groups, g.dtype, g.dim())
-    if pads is None or g.device.type != "cpu" or k.is_mkldnn:
+    args = _full_conv_args(g, k, strides, padding, dilation, groups)
+    if args is None:
         return _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups)
-    w = _full_conv_kernel(k)
-    y = _conv_post_op(_to_cf(g), w, None, pads, [1, 1], [1, 1], 1, "none", [], "")
-    return _to_cl(y)
+    return _to_cl(_conv_post_op(*args, "none", [], ""))
 
 
 def _grad_input_keeps(params, avals) -> bool:
@@ -536,14 +523,13 @@ def _conv_grad_input_into(
 ):
     """`_conv_grad_input_cpu`'s oneDNN branch, added into a zeroed kept buffer (exact:
     c + 0 == c)."""
-    pads = _full_conv_padding(k.shape, strides, padding, dilation, groups, g.dtype, g.dim())
-    if pads is None or g.device.type != "cpu" or k.is_mkldnn:
+    args = _full_conv_args(g, k, strides, padding, dilation, groups)
+    if args is None:
         return None
     n, *spatial, c = out_avals[0][0]
     out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), g.dtype), channels_last=True)
     out.zero_()
-    w = _full_conv_kernel(k)
-    _conv_into_op(out, _to_cf(g), w, None, pads, [1, 1], [1, 1], 1, "add", None, None, [], "")
+    _conv_into_op(out, *args, "add", None, None, [], "")
     return _to_cl(out)
 
 
