@@ -109,13 +109,15 @@ def test_a_write_outside_keratron_invalidates_the_cache_too():
 def _large_model(seed=0):
     """Values large enough (over memory_plan.MIN_BYTES at batch 32) for the compiled plan to
     keep their buffers across replays: the padded input, the relu convolution's output
-    (oneDNN adding into a kept buffer), the max-pool output and gradient. The Dense(64)
+    (oneDNN adding into a kept buffer), the second convolution's input gradient (at the fit
+    batch of 16: 16x32x32x16 float32, 1 MiB), the max-pool output and gradient. The Dense(64)
     products (8.4M multiply-adds) run on oneDNN's inner product, which the interleaving then
     covers as well."""
     kt.utils.set_random_seed(seed)
     inputs = kt.Input((32, 32, 8))
     h = kt.layers.ZeroPadding2D(1)(inputs)
     h = kt.layers.Conv2D(16, 3, activation="relu")(h)
+    h = kt.layers.Conv2D(8, 3, padding="same", activation="relu")(h)
     h = kt.layers.MaxPooling2D(2)(h)
     h = kt.layers.Dense(64, activation="relu")(kt.layers.Flatten()(h))
     return kt.Model(inputs, kt.layers.Dense(3)(h))
@@ -189,16 +191,20 @@ def test_random_interleaving_with_kept_buffers_matches_the_eager_reference(tmp_p
     # same interleaving, on a model whose pad, convolution and max-pool values are kept.
     from keratron.autodiff import memory_plan
 
-    kept_lists = []
+    kept_lists, kept_prims = [], set()
     make = memory_plan.kept_buffer_call
 
     def recording(graph, node, fallback, buffers_list):
         kept_lists.append(buffers_list)
-        return make(graph, node, fallback, buffers_list)
+        call = make(graph, node, fallback, buffers_list)
+        if call is not None:
+            kept_prims.add(node.prim.name)
+        return call
 
     monkeypatch.setattr(memory_plan, "kept_buffer_call", recording)
     _interleave(seed=3, steps=14, tmp_path=tmp_path, make_model=_large_model, image=(32, 32, 8))
     assert any(bufs for lst in kept_lists for bufs in lst), "no buffer was kept: shows nothing"
+    assert "conv_grad_input" in kept_prims, kept_prims  # the CPU input-gradient route's buffer
 
 
 @pytest.mark.slow
