@@ -456,13 +456,11 @@ def _full_conv_padding(k_shape, strides, padding, dilation, groups, dtype, ndim)
     convolution) is the input gradient; else None."""
     if (
         _conv_post_op is None
-        or ndim != 4
-        or dtype != torch.float32
+        or not _onednn_cpu("cpu", dtype, ndim)
         or groups != 1
         or any(s != 1 for s in strides)
         or any(d != 1 for d in dilation)
         or _pointwise(k_shape, strides, padding, groups)
-        or not torch.backends.mkldnn.is_available()
     ):
         return None
     pads = []
