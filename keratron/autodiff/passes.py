@@ -9,7 +9,8 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
 - `fuse_epilogues`: a primitive with `epilogues` (matmul, conv) followed by a bias add and an
   activation it accepts becomes one call.
 - the passes that op modules register with `register_pass(fn)` (the max-pool rewrites of the
-  pooling module), in registration order;
+  pooling module, and on the CPU a convolution read only by a max pool whose indices nothing
+  reads fused with it into one chunked call), in registration order;
 - `dce`: drops nodes that neither feed an output nor have an effect.
 Effects (random draws, variable assignments, opaque updates) are never merged, folded or
 dropped, and they keep their order.

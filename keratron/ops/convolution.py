@@ -11,7 +11,9 @@ The backward pass is two more primitives, `conv_grad_input` and `conv_grad_filte
 `aten.convolution_backward`; each has a VJP made of the three conv primitives, so convolutions
 differentiate twice. `conv_transpose` is `conv_grad_input` with Keras's output-shape rule.
 Pooling: `max_pool` / `avg_pool` with backward primitives on aten's pooling backward kernels,
-and the max-pool rewrites the compiler runs (`autodiff.passes.register_pass`).
+and the max-pool rewrites the compiler runs (`autodiff.passes.register_pass`); among them, in
+CPU inference, `conv_max_pool`: a convolution and the max pool that alone reads it, run a chunk
+of the batch at a time so that the convolution's output is pooled while still in cache.
 
 The reference `conv` is plain torch. On the CPU a route (`@device_route(conv_p, "cpu")`) runs
 a 1x1 convolution as a GEMM where that is faster and one with a relu/relu6 epilogue on
@@ -321,7 +323,7 @@ def _relayout_conv_kernels(graph: Graph) -> None:
     fixed = passes.variable_only(graph)
     nodes = []
     for n in graph.nodes:
-        if n.kind == "prim" and n.prim is conv_p and n.inputs[1] in fixed:
+        if n.kind == "prim" and n.prim in (conv_p, conv_max_pool_p) and n.inputs[1] in fixed:
             shape, dtype = graph.avals[n.inputs[1]]
             if len(shape) == 4:
                 p = n.params
@@ -1332,6 +1334,164 @@ def pool_before_activation(graph: Graph, outputs: list) -> list:
     return outputs
 
 
+# ------------------------------------------------------------------------------ conv + max pool
+# In a CPU function, a 2-D convolution read only by a valid max pool whose argmax indices
+# nothing reads (inference) runs as one primitive: the batch is cut into chunks whose
+# convolution output fits in a few MiB, each pooled while it is still in cache, and the pool
+# takes window maxima of strided views instead of computing indices. The bench's cnn predict
+# (batch 128) otherwise wrote a 19 MB convolution output to memory, read it back to pool it
+# and wrote 9 MB of indices no one read.
+_CHUNK_BYTES = 4 << 20
+
+
+def _valid(pool_size):
+    return tuple((0, 0) for _ in pool_size)
+
+
+def _conv_max_pool_shape(x, k, b, strides, padding, dilation, groups, activation, pool_size,
+                         pool_strides):  # fmt: skip
+    y = _conv_shape(x, k, b, strides, padding, dilation, groups, activation)
+    return None if y is None else _pooled_aval(y[0], pool_size, pool_strides, _valid(pool_size))
+
+
+def _conv_max_pool_impl(x, k, b, strides, padding, dilation, groups, activation, pool_size,
+                        pool_strides):  # fmt: skip
+    y = _conv_impl(x, k, b, strides, padding, dilation, groups, activation)
+    return _max_pool_impl(y, pool_size, pool_strides, _valid(pool_size))[0]
+
+
+def _conv_max_pool_vjp(g, x, k, b, out, strides, padding, dilation, groups, activation,
+                       pool_size, pool_strides):  # fmt: skip
+    conv = dict(strides=strides, padding=padding, dilation=dilation, groups=groups)
+    pool = dict(pool_size=pool_size, strides=pool_strides, padding=_valid(pool_size))
+    y = conv_p.bind(x, k, b, activation=activation, **conv)
+    _, idx = max_pool_p.bind(y, **pool)
+    gy = max_pool_grad_p.bind(y, g, idx, **pool)
+    return _conv_vjp(gy, x, k, b, y, activation=activation, **conv)
+
+
+conv_max_pool_p = Primitive(
+    "conv_max_pool",
+    _conv_max_pool_impl,
+    _conv_max_pool_vjp,
+    fresh=True,
+    shape_rule=_conv_max_pool_shape,
+)
+
+
+def _max_into(views, out):
+    """out = the elementwise maximum of `views` (NaN wins, as in max pooling)."""
+    if len(views) == 1:
+        return out.copy_(views[0])
+    torch.maximum(views[0], views[1], out=out)
+    for v in views[2:]:
+        torch.maximum(out, v, out=out)
+    return out
+
+
+def _window_max(y, pool_size, strides, out, rows):
+    """out (N, OH, OW, C) = the valid max pooling of y (N, H, W, C): the maxima over each
+    window's rows into `rows` (N, OH, W, C), then over its columns."""
+    (ph, pw), (sh, sw) = pool_size, strides
+    oh, ow = out.shape[1], out.shape[2]
+    _max_into([y[:, a : a + sh * (oh - 1) + 1 : sh] for a in range(ph)], rows)
+    return _max_into([rows[:, :, a : a + sw * (ow - 1) + 1 : sw] for a in range(pw)], out)
+
+
+def _conv_pool_plan(x, k, strides, padding, dilation, pool_size, pool_strides):
+    """(chunk, conv output (H, W, C), pooled (OH, OW)) for a chunked run; `k` may be the
+    kernel prepacked by `conv_kernel_layout` (torch's (out, in, *k) order)."""
+    window, c = (k.shape[2:], k.shape[0]) if k.is_mkldnn else (k.shape[:-2], k.shape[-1])
+    h, w = _conv_out_spatial(x.shape, window, strides, padding, dilation)
+    oh, ow = _conv_out_spatial((0, h, w, c), pool_size, pool_strides, _valid(pool_size), (1, 1))
+    n, image = x.shape[0], h * w * c * x.element_size()
+    pieces = max(1, -(-n * image // _CHUNK_BYTES))
+    return -(-n // pieces), (h, w, c), (oh, ow)
+
+
+@device_route(conv_max_pool_p, "cpu")
+def _conv_max_pool_cpu(x, k, b, strides, padding, dilation, groups, activation, pool_size,
+                       pool_strides):  # fmt: skip
+    """The convolution's CPU route and the window maxima, a chunk of the batch at a time."""
+    conv = (k, b, strides, padding, dilation, groups, activation)
+    if x.shape[0] == 0 or _cpu_branch(x, k, strides, padding, groups, activation) != "onednn":
+        return _max_pool_impl(_conv_cpu(x, *conv), pool_size, pool_strides, _valid(pool_size))[0]
+    step, (_, w, c), (oh, ow) = _conv_pool_plan(x, k, strides, padding, dilation, pool_size,
+                                                pool_strides)  # fmt: skip
+    out = x.new_empty((x.shape[0], oh, ow, c))
+    rows = x.new_empty((step, oh, w, c))
+    for i in range(0, x.shape[0], step):
+        y = _conv_cpu(x[i : i + step], *conv)
+        _window_max(y, pool_size, pool_strides, out[i : i + step], rows[: y.shape[0]])
+    return out
+
+
+def _conv_pool_2d(params, avals) -> bool:
+    return len(avals[0][0]) == 4
+
+
+@memory_plan.keeps_output(conv_max_pool_p, _conv_pool_2d)
+def _conv_max_pool_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups,
+                        activation, pool_size, pool_strides):  # fmt: skip
+    """`_conv_max_pool_cpu` in kept buffers: the pooled output, one chunk's convolution (oneDNN
+    adds it into the zeroed chunk, as `_conv_into` does) and the row maxima."""
+    tpad = _torch_padding(padding)
+    if (
+        _conv_into_op is None
+        or tpad is None
+        or x.shape[0] == 0
+        or _cpu_branch(x, k, strides, padding, groups, activation) != "onednn"
+    ):
+        return None
+    step, (h, w, c), (oh, ow) = _conv_pool_plan(x, k, strides, padding, dilation, pool_size,
+                                                pool_strides)  # fmt: skip
+    n = x.shape[0]
+    out = _to_cl(memory_plan.buffer(buffers, "out", ((n, c, oh, ow), x.dtype), channels_last=True))
+    chunk = memory_plan.buffer(buffers, "conv", ((step, c, h, w), x.dtype), channels_last=True)
+    rows = memory_plan.buffer(buffers, "rows", ((step, oh, w, c), x.dtype))
+    xt, *args = _onednn_args(x, k, b, tpad, strides, dilation, groups)
+    for i in range(0, n, step):
+        y = chunk[: min(step, n - i)]
+        y.zero_()
+        _conv_into_op(y, xt[i : i + step], *args, "add", None, None, [], "")
+        y = _to_cl(epilogue.apply(y, activation, inplace=True))
+        _window_max(y, pool_size, pool_strides, out[i : i + step], rows[: y.shape[0]])
+    return out
+
+
+def fuse_conv_max_pool(graph: Graph, outputs: list) -> list:
+    """`pooled, idx = max_pool(conv(x, k, b))` becomes `pooled = conv_max_pool(x, k, b)` in a
+    CPU function where nothing else reads the convolution's output or the indices (a valid
+    2-D float32 pool); backend "triton" keeps its convolution kernels."""
+    if passes.graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
+        return outputs
+    prod = passes.producers(graph)
+    uses = passes.use_counts(graph, outputs)
+    fused = set()
+    for n in graph.nodes:
+        if n.kind != "prim" or n.prim is not max_pool_p or uses.get(n.outputs[1], 0):
+            continue
+        conv = prod.get(n.inputs[0])
+        shape, dtype = graph.avals[n.inputs[0]]
+        if (
+            conv is None
+            or conv.kind != "prim"
+            or conv.prim is not conv_p
+            or uses.get(conv.outputs[0]) != 1
+            or len(shape) != 4
+            or dtype != torch.float32
+            or _has_pad(n.params["padding"])
+        ):
+            continue
+        pool = {"pool_size": n.params["pool_size"], "pool_strides": n.params["strides"]}
+        n.prim, n.params = conv_max_pool_p, {**conv.params, **pool}
+        n.inputs, n.outputs = list(conv.inputs), n.outputs[:1]
+        fused.add(id(conv))
+    graph.nodes = [n for n in graph.nodes if id(n) not in fused]
+    return outputs
+
+
 passes.register_pass(gate_pooled_gradients)
 passes.register_pass(sum_pooled_gradients)
 passes.register_pass(pool_before_activation)
+passes.register_pass(fuse_conv_max_pool)

@@ -383,6 +383,30 @@ for x, pool, strides, padding in POOL_ROWS:
 _add(
     "max_pool", [((1, 2, 2, 3), F32)], dict(pool_size=(3, 3), strides=(1, 1), padding=((0, 0),) * 2)
 )
+# The fused convolution + max pool of CPU inference plans: a convolution's rows, then a pool.
+for x, k, strides, padding, pool, pool_strides in (
+    ((2, 12, 12, 3), (3, 3, 3, 8), (1, 1), ((0, 0), (0, 0)), (2, 2), (2, 2)),
+    ((1, 15, 13, 4), (3, 3, 4, 6), (1, 1), ((1, 1), (1, 1)), (3, 3), (2, 2)),
+    ((0, 9, 9, 2), (3, 3, 2, 5), (2, 2), ((0, 0), (0, 0)), (2, 3), (1, 2)),
+):
+    fused = dict(strides=strides, padding=padding, dilation=(1, 1), groups=1, activation="relu")
+    fused.update(pool_size=pool, pool_strides=pool_strides)
+    for dt in (F32, F64):
+        _add("conv_max_pool", [(x, dt), (k, dt), ((k[-1],), dt)], fused, covered=True)
+# The pool's window does not fit the convolution's output: left to torch.
+_add(
+    "conv_max_pool",
+    [((1, 5, 5, 3), F32), ((3, 3, 3, 4), F32), None],
+    dict(
+        strides=(1, 1),
+        padding=((0, 0), (0, 0)),
+        dilation=(1, 1),
+        groups=1,
+        activation=None,
+        pool_size=(4, 4),
+        pool_strides=(1, 1),
+    ),
+)
 
 # ---------------------------------------------------------------------- losses
 for shape in ((4, 10), (2, 3, 5), (0, 7), (3, 1)):
