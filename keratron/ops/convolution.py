@@ -1412,17 +1412,13 @@ def _conv_pool_plan(x, k, strides, padding, dilation, pool_size, pool_strides):
 @device_route(conv_max_pool_p, "cpu")
 def _conv_max_pool_cpu(x, k, b, strides, padding, dilation, groups, activation, pool_size,
                        pool_strides):  # fmt: skip
-    """The convolution's CPU route and the window maxima, a chunk of the batch at a time."""
-    conv = (k, b, strides, padding, dilation, groups, activation)
-    if x.shape[0] == 0 or _cpu_branch(x, k, strides, padding, groups, activation) != "onednn":
-        return _max_pool_impl(_conv_cpu(x, *conv), pool_size, pool_strides, _valid(pool_size))[0]
-    step, (_, w, c), (oh, ow) = _conv_pool_plan(x, k, strides, padding, dilation, pool_size,
-                                                pool_strides)  # fmt: skip
-    out = x.new_empty((x.shape[0], oh, ow, c))
-    rows = x.new_empty((step, oh, w, c))
-    for i in range(0, x.shape[0], step):
-        y = _conv_cpu(x[i : i + step], *conv)
-        _window_max(y, pool_size, pool_strides, out[i : i + step], rows[: y.shape[0]])
+    """oneDNN's convolution and the window maxima, a chunk of the batch at a time, where the
+    convolution's CPU route runs oneDNN; else the convolution's route, then the max pool."""
+    args = (strides, padding, dilation, groups, activation, pool_size, pool_strides)
+    out = _conv_max_pool_into({}, None, x, k, b, *args)
+    if out is None:
+        y = _conv_cpu(x, k, b, *args[:5])
+        return _max_pool_impl(y, pool_size, pool_strides, _valid(pool_size))[0]
     return out
 
 
@@ -1433,8 +1429,9 @@ def _conv_pool_2d(params, avals) -> bool:
 @memory_plan.keeps_output(conv_max_pool_p, _conv_pool_2d)
 def _conv_max_pool_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups,
                         activation, pool_size, pool_strides):  # fmt: skip
-    """`_conv_max_pool_cpu` in kept buffers: the pooled output, one chunk's convolution (oneDNN
-    adds it into the zeroed chunk, as `_conv_into` does) and the row maxima."""
+    """The chunked run in the buffers of `buffers`: the pooled output, one chunk's convolution
+    (oneDNN adds it into the zeroed chunk, as `_conv_into` does) and the row maxima. A relu or
+    relu6 epilogue, which commutes with a window max, is applied to the pooled chunk."""
     tpad = _torch_padding(padding)
     if (
         _conv_into_op is None
@@ -1449,13 +1446,16 @@ def _conv_max_pool_into(buffers, out_avals, x, k, b, strides, padding, dilation,
     out = _to_cl(memory_plan.buffer(buffers, "out", ((n, c, oh, ow), x.dtype), channels_last=True))
     chunk = memory_plan.buffer(buffers, "conv", ((step, c, h, w), x.dtype), channels_last=True)
     rows = memory_plan.buffer(buffers, "rows", ((step, oh, w, c), x.dtype))
+    after = activation in _MONOTONE_EPILOGUES
     xt, *args = _onednn_args(x, k, b, tpad, strides, dilation, groups)
     for i in range(0, n, step):
         y = chunk[: min(step, n - i)]
         y.zero_()
         _conv_into_op(y, xt[i : i + step], *args, "add", None, None, [], "")
-        y = _to_cl(epilogue.apply(y, activation, inplace=True))
-        _window_max(y, pool_size, pool_strides, out[i : i + step], rows[: y.shape[0]])
+        y = _to_cl(epilogue.apply(y, None if after else activation, inplace=True))
+        pooled = _window_max(y, pool_size, pool_strides, out[i : i + step], rows[: y.shape[0]])
+        if after:
+            epilogue.apply(pooled, activation, inplace=True)
     return out
 
 
