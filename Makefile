@@ -22,13 +22,13 @@ demo: $(STAMP)
 # (TRITON_INTERPRET=1 must be set before triton is imported).
 # The Triton interpreter suite and the ahead-of-time compile suite each need a process of
 # their own (TRITON_INTERPRET must be set, or unset, before triton is imported).
-# Then the docstring examples of ops and autodiff (with the suite's environment, -p
+# Then every docstring example of the package (with the suite's environment, -p
 # tests.conftest), and a sample of the suite under a hostile ~/.keras and KERATRON_* variables.
 test: $(STAMP)
 	$(PYTEST) -n 2 -m "not triton and not aot and not extended" $(SEPARATE) tests
 	TRITON_INTERPRET=1 $(PYTEST) -n 2 -m triton tests/triton_kernels
 	@if ls tests/aot/test_*.py >/dev/null 2>&1; then $(PYTEST) -m aot tests/aot; fi
-	$(PYTEST) -p tests.conftest --doctest-modules keratron/ops keratron/autodiff
+	$(PYTEST) -n 2 -p tests.conftest --doctest-modules keratron
 	PY=$(PY) .ci/hermetic_sample.sh
 
 # Every architecture variant of keras.applications against Keras, the full-size models and

@@ -46,8 +46,8 @@ import pytest  # noqa: E402
 
 @pytest.fixture(autouse=True, scope="session")
 def _doctest_names(doctest_namespace):
-    """Docstring examples (`make test` runs those of keratron/ops and keratron/autodiff with
-    `-p tests.conftest`) are written against `keratron` and `np`, as a user's script is."""
+    """Docstring examples (`make test` runs every one in the package with `-p tests.conftest`)
+    are written against `keratron` and `np`, as a user's script is."""
     import keratron
 
     doctest_namespace.update(keratron=keratron, np=np)

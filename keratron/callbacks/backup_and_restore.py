@@ -41,8 +41,20 @@ class BackupAndRestore(Callback):
         delete_checkpoint: delete `backup_dir` when training finishes normally.
 
     Example:
-        >>> backup = keratron.callbacks.BackupAndRestore("/tmp/backup")
-        >>> model.fit(x, y, epochs=10, callbacks=[backup])  # rerun the same line after a crash
+        >>> import os, shutil, tempfile
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+        >>> tmp = tempfile.mkdtemp()
+        >>> backup = keratron.callbacks.BackupAndRestore(tmp, delete_checkpoint=False)
+        >>> history = model.fit(x, y, epochs=2, callbacks=[backup], verbose=0)
+        >>> sorted(os.listdir(tmp))
+        ['latest.weights.h5', 'training_metadata.json']
+        >>> # A second run (after a crash, say) resumes after the last backed-up epoch.
+        >>> history = model.fit(x, y, epochs=3, callbacks=[backup], verbose=0)
+        >>> history.epoch
+        [2]
+        >>> shutil.rmtree(tmp)
     """
 
     def __init__(

@@ -38,8 +38,18 @@ class CSVLogger(Callback):
             of overwriting it.
 
     Example:
-        >>> csv_logger = keratron.callbacks.CSVLogger("training.log")
-        >>> model.fit(x, y, epochs=3, callbacks=[csv_logger], verbose=0)
+        >>> import os, shutil, tempfile
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+        >>> tmp = tempfile.mkdtemp()
+        >>> path = os.path.join(tmp, "training.log")
+        >>> history = model.fit(x, y, epochs=2, callbacks=[keratron.callbacks.CSVLogger(path)],
+        ...                     verbose=0)
+        >>> with open(path) as f:
+        ...     print([line.split(",")[0] for line in f])
+        ['epoch', '0', '1']
+        >>> shutil.rmtree(tmp)
     """
 
     def __init__(self, filename, separator=",", append=False):

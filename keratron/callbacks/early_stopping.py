@@ -31,9 +31,14 @@ class EarlyStopping(MonitorCallback):
         start_from_epoch: epochs of warm-up before monitoring starts. Defaults to 0.
 
     Example:
-        >>> stop = keratron.callbacks.EarlyStopping(monitor="loss", patience=3)
+        >>> dense = keratron.layers.Dense(1, kernel_initializer="zeros")
+        >>> model = keratron.Sequential([keratron.Input((2,)), dense])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))  # fit from the start: the loss stays 0
+        >>> stop = keratron.callbacks.EarlyStopping(monitor="loss", patience=2)
         >>> history = model.fit(x, y, epochs=100, callbacks=[stop], verbose=0)
-        >>> stop.stopped_epoch
+        >>> len(history.history["loss"]), stop.stopped_epoch
+        (3, 2)
     """
 
     def __init__(

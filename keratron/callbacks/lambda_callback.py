@@ -27,10 +27,14 @@ class LambdaCallback(Callback):
         ValueError: for a keyword that is not a `Callback` hook.
 
     Example:
-        >>> losses = []
-        >>> record = keratron.callbacks.LambdaCallback(
-        ...     on_epoch_end=lambda epoch, logs: losses.append(logs["loss"]))
-        >>> model.fit(x, y, epochs=3, callbacks=[record], verbose=0)
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+        >>> report = keratron.callbacks.LambdaCallback(
+        ...     on_epoch_end=lambda epoch, logs: print(f"epoch {epoch}: {sorted(logs)}"))
+        >>> history = model.fit(x, y, epochs=2, callbacks=[report], verbose=0)
+        epoch 0: ['loss']
+        epoch 1: ['loss']
     """
 
     def __init__(

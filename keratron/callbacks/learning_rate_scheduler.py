@@ -26,10 +26,15 @@ class LearningRateScheduler(Callback):
         ValueError: at the start of an epoch, if `schedule` does not return a float.
 
     Example:
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
         >>> def schedule(epoch, lr):
-        ...     return lr if epoch < 10 else lr * 0.9
+        ...     return lr if epoch < 2 else lr * 0.5
         >>> callback = keratron.callbacks.LearningRateScheduler(schedule)
-        >>> model.fit(x, y, epochs=15, callbacks=[callback], verbose=0)
+        >>> history = model.fit(x, y, epochs=4, callbacks=[callback], verbose=0)
+        >>> [round(lr, 6) for lr in history.history["learning_rate"]]
+        [0.01, 0.01, 0.005, 0.0025]
     """
 
     def __init__(self, schedule, verbose=0):

@@ -38,9 +38,18 @@ class ModelCheckpoint(MonitorCallback):
         initial_value_threshold: the value `monitor` must beat for the first save.
 
     Example:
+        >>> import os, shutil, tempfile
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+        >>> tmp = tempfile.mkdtemp()
+        >>> path = os.path.join(tmp, "best.keras")
         >>> checkpoint = keratron.callbacks.ModelCheckpoint(
-        ...     "best.keras", monitor="val_loss", save_best_only=True)
-        >>> model.fit(x, y, validation_split=0.2, callbacks=[checkpoint])
+        ...     path, monitor="loss", save_best_only=True)
+        >>> history = model.fit(x, y, epochs=2, callbacks=[checkpoint], verbose=0)
+        >>> keratron.models.load_model(path).count_params()
+        3
+        >>> shutil.rmtree(tmp)
     """
 
     def __init__(

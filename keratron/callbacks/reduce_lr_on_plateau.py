@@ -33,9 +33,15 @@ class ReduceLROnPlateau(MonitorCallback):
         ValueError: if `factor >= 1.0`.
 
     Example:
+        >>> dense = keratron.layers.Dense(1, kernel_initializer="zeros")
+        >>> model = keratron.Sequential([keratron.Input((2,)), dense])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))  # fit from the start: the loss stays 0
         >>> reduce_lr = keratron.callbacks.ReduceLROnPlateau(
-        ...     monitor="val_loss", factor=0.2, patience=5, min_lr=0.001)
-        >>> model.fit(x, y, validation_split=0.2, callbacks=[reduce_lr])
+        ...     monitor="loss", factor=0.2, patience=1, min_lr=0.001)
+        >>> history = model.fit(x, y, epochs=4, callbacks=[reduce_lr], verbose=0)
+        >>> [round(lr, 6) for lr in history.history["learning_rate"]]  # the rate of each epoch
+        [0.01, 0.01, 0.002, 0.001]
     """
 
     def __init__(

@@ -30,8 +30,11 @@ class RemoteMonitor(Callback):
         send_as_json: send the payload as an `application/json` body.
 
     Example:
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
         >>> monitor = keratron.callbacks.RemoteMonitor(root="http://localhost:9000")
-        >>> model.fit(x, y, epochs=3, callbacks=[monitor], verbose=0)
+        >>> history = model.fit(x, y, epochs=3, callbacks=[monitor], verbose=0)  # doctest: +SKIP
     """
 
     def __init__(

@@ -26,9 +26,14 @@ class SwapEMAWeights(Callback):
     after `predict`), `predict` here restores the trained weights as `evaluate` does.
 
     Example:
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
         >>> model.compile(optimizer=keratron.optimizers.SGD(use_ema=True), loss="mse")
-        >>> model.fit(x, y, validation_data=(xv, yv),
-        ...           callbacks=[keratron.callbacks.SwapEMAWeights()])
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+        >>> history = model.fit(x, y, epochs=3, validation_data=(x, y), verbose=0,
+        ...                     callbacks=[keratron.callbacks.SwapEMAWeights()])
+        >>> # Validated with the averages, which `fit` leaves in the model at its end.
+        >>> history.history["val_loss"][-1] == model.evaluate(x, y, verbose=0)
+        True
     """
 
     def __init__(self, swap_on_epoch: bool = False):

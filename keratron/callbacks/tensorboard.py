@@ -138,8 +138,17 @@ class TensorBoard(Callback):
             nonzero `profile_batch`.
 
     Example:
-        >>> tensorboard = keratron.callbacks.TensorBoard(log_dir="./logs", histogram_freq=1)
-        >>> model.fit(x, y, epochs=3, callbacks=[tensorboard], verbose=0)
+        >>> import os, shutil, tempfile
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+        >>> tmp = tempfile.mkdtemp()
+        >>> tensorboard = keratron.callbacks.TensorBoard(log_dir=tmp, histogram_freq=1)
+        >>> history = model.fit(x, y, epochs=2, validation_data=(x, y),  # doctest: +SKIP
+        ...                     callbacks=[tensorboard], verbose=0)
+        >>> sorted(os.listdir(tmp))  # the runs `tensorboard --logdir` shows  # doctest: +SKIP
+        ['train', 'validation']
+        >>> shutil.rmtree(tmp)
     """
 
     def __init__(

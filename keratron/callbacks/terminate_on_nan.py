@@ -18,7 +18,14 @@ class TerminateOnNaN(Callback):
             `model.stop_training` (which lets the epoch close and `on_train_end` run).
 
     Example:
-        >>> model.fit(x, y, epochs=10, callbacks=[keratron.callbacks.TerminateOnNaN()])
+        >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((4, 2)), np.full((4, 1), np.nan)
+        >>> stop = keratron.callbacks.TerminateOnNaN()
+        >>> history = model.fit(x, y, epochs=10, callbacks=[stop], verbose=0)
+        Batch 0: Invalid loss, terminating training
+        >>> len(history.history["loss"])
+        1
     """
 
     def __init__(self, raise_error: bool = False):

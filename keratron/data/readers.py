@@ -258,8 +258,17 @@ def make_csv_dataset(
         A Dataset of `(features, label)` or `features` batches.
 
     Example:
+        >>> import os, shutil, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> with open(os.path.join(tmp, "train.csv"), "w") as f:
+        ...     _ = f.write("age,fare,survived\\n22,7.25,0\\n38,71.28,1\\n26,7.92,1\\n")
         >>> ds = keratron.data.experimental.make_csv_dataset(
-        ...     "train.csv", batch_size=32, label_name="survived", num_epochs=1)
+        ...     os.path.join(tmp, "train.csv"), batch_size=2, label_name="survived",
+        ...     num_epochs=1, shuffle=False)
+        >>> features, labels = next(iter(ds))
+        >>> sorted(features), features["fare"].numpy(), labels.numpy()
+        (['age', 'fare'], array([ 7.25, 71.28], dtype=float32), array([0, 1], dtype=int32))
+        >>> shutil.rmtree(tmp)
     """
     del sloppy
     op = "make_csv_dataset"

@@ -28,7 +28,8 @@ def load_data(path="boston_housing.npz", test_split=0.2, seed=113):
         ValueError: if `test_split` is outside [0, 1).
 
     Example:
-        >>> (x_train, y_train), (x_test, y_test) = keratron.datasets.boston_housing.load_data()
+        >>> from keratron.datasets import boston_housing
+        >>> (x_train, y_train), (x_test, y_test) = boston_housing.load_data()  # doctest: +SKIP
     """
     if not 0 <= test_split < 1:
         raise ValueError(

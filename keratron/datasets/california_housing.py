@@ -31,7 +31,8 @@ def load_data(version="large", path="california_housing.npz", test_split=0.2, se
         ValueError: if `test_split` is outside [0, 1) or `version` is unknown.
 
     Example:
-        >>> (x_train, y_train), _ = keratron.datasets.california_housing.load_data("small")
+        >>> from keratron.datasets import california_housing
+        >>> (x_train, y_train), _ = california_housing.load_data("small")  # doctest: +SKIP
     """
     if not 0 <= test_split < 1:
         raise ValueError(

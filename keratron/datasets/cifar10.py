@@ -53,7 +53,16 @@ def load_batch(fpath, label_key="labels"):
     """Reads one CIFAR batch file: `(data, labels)` with data shaped (n, 3, 32, 32).
 
     Example:
-        >>> data, labels = load_batch("cifar-10-batches-py/data_batch_1")
+        >>> import os, pickle, shutil, tempfile
+        >>> from keratron.datasets.cifar10 import load_batch
+        >>> tmp = tempfile.mkdtemp()
+        >>> batch = {b"data": np.zeros((2, 3072), np.uint8), b"labels": [3, 7]}
+        >>> with open(os.path.join(tmp, "data_batch_1"), "wb") as f:
+        ...     pickle.dump(batch, f, protocol=4)
+        >>> data, labels = load_batch(os.path.join(tmp, "data_batch_1"))
+        >>> data.shape, labels
+        ((2, 3, 32, 32), [3, 7])
+        >>> shutil.rmtree(tmp)
     """
     with open(fpath, "rb") as f:
         # The batches were pickled by Python 2: keys and strings are bytes.
@@ -73,7 +82,8 @@ def load_data():
         shape (n, 1).
 
     Example:
-        >>> (x_train, y_train), (x_test, y_test) = keratron.datasets.cifar10.load_data()
+        >>> from keratron.datasets import cifar10
+        >>> (x_train, y_train), (x_test, y_test) = cifar10.load_data()  # doctest: +SKIP
     """
     path = get_file(
         fname="cifar-10-batches-py-target", origin=ORIGIN, extract=True, file_hash=FILE_HASH

@@ -28,7 +28,8 @@ def load_data(label_mode="fine"):
         ValueError: if `label_mode` is not "fine" or "coarse".
 
     Example:
-        >>> (x_train, y_train), _ = keratron.datasets.cifar100.load_data(label_mode="coarse")
+        >>> from keratron.datasets import cifar100
+        >>> (x_train, y_train), _ = cifar100.load_data(label_mode="coarse")  # doctest: +SKIP
     """
     if label_mode not in ["fine", "coarse"]:
         raise ValueError(

@@ -35,7 +35,8 @@ def load_data():
         (60000,), (10000, 28, 28) and (10000,).
 
     Example:
-        >>> (x_train, y_train), _ = keratron.datasets.fashion_mnist.load_data()
+        >>> from keratron.datasets import fashion_mnist
+        >>> (x_train, y_train), _ = fashion_mnist.load_data()  # doctest: +SKIP
     """
     dirname = os.path.join("datasets", "fashion-mnist")
     paths = [get_file(fname, origin=BASE + fname, cache_subdir=dirname) for fname in FILES]

@@ -91,7 +91,8 @@ def load_data(
         ValueError: if no sequence is shorter than `maxlen`.
 
     Example:
-        >>> (x_train, y_train), _ = keratron.datasets.imdb.load_data(num_words=10000)
+        >>> from keratron.datasets import imdb
+        >>> (x_train, y_train), _ = imdb.load_data(num_words=10000)  # doctest: +SKIP
     """
     if "nb_words" in kwargs:  # tf.keras 1 spelling
         num_words = kwargs.pop("nb_words")
@@ -148,7 +149,7 @@ def get_word_index(path="imdb_word_index.json"):
     """The word -> index dictionary of the IMDB dataset.
 
     Example:
-        >>> keratron.datasets.imdb.get_word_index()["good"]
+        >>> keratron.datasets.imdb.get_word_index()["good"]  # doctest: +SKIP
     """
     path = get_file(
         fname=path, origin=f"{ORIGIN_FOLDER}imdb_word_index.json", file_hash=WORD_INDEX_HASH

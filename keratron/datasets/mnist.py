@@ -23,7 +23,8 @@ def load_data(path="mnist.npz"):
         (60000,), (10000, 28, 28) and (10000,); labels are digits 0-9.
 
     Example:
-        >>> (x_train, y_train), (x_test, y_test) = keratron.datasets.mnist.load_data()
+        >>> from keratron.datasets import mnist
+        >>> (x_train, y_train), (x_test, y_test) = mnist.load_data()  # doctest: +SKIP
     """
     path = get_file(fname=path, origin=f"{ORIGIN_FOLDER}mnist.npz", file_hash=FILE_HASH)
     with np.load(path, allow_pickle=False) as f:

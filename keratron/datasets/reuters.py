@@ -44,7 +44,8 @@ def load_data(
         `(x_train, y_train), (x_test, y_test)`: object arrays of lists of ints, and int labels.
 
     Example:
-        >>> (x_train, y_train), _ = keratron.datasets.reuters.load_data(num_words=10000)
+        >>> from keratron.datasets import reuters
+        >>> (x_train, y_train), _ = reuters.load_data(num_words=10000)  # doctest: +SKIP
     """
     path = get_file(fname=path, origin=f"{ORIGIN_FOLDER}reuters.npz", file_hash=FILE_HASH)
     f = load_npz(path)
@@ -79,7 +80,7 @@ def get_word_index(path="reuters_word_index.json"):
     """The word -> index dictionary of the Reuters dataset.
 
     Example:
-        >>> keratron.datasets.reuters.get_word_index()["the"]
+        >>> keratron.datasets.reuters.get_word_index()["the"]  # doctest: +SKIP
     """
     path = get_file(
         path, origin=f"{ORIGIN_FOLDER}reuters_word_index.json", file_hash=WORD_INDEX_HASH

@@ -63,12 +63,19 @@ class Distiller(Model):
             apply to the two models.
 
     Example:
+        >>> teacher = keratron.Sequential([keratron.Input((4,)), keratron.layers.Dense(3)])
+        >>> student = keratron.Sequential([keratron.Input((4,)), keratron.layers.Dense(3)])
         >>> distiller = keratron.distillation.Distiller(
         ...     teacher=teacher, student=student,
         ...     distillation_losses=keratron.distillation.LogitsDistillation(temperature=3.0))
         >>> distiller.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-        >>> distiller.fit(x_train, y_train, epochs=2, verbose=0)
+        >>> x_train, y_train = np.ones((8, 4), "float32"), np.zeros((8,), "int32")
+        >>> history = distiller.fit(x_train, y_train, epochs=2, verbose=0)
+        >>> sorted(history.history)
+        ['distillation_loss', 'loss', 'student_loss', 'total_loss']
         >>> trained = distiller.student
+        >>> trained is student, teacher.trainable
+        (True, False)
     """
 
     def __init__(

@@ -64,7 +64,10 @@ class CommunicationOptions:
         implementation: a `CommunicationImplementation` (or its name).
 
     Example:
-        >>> opts = CommunicationOptions(bytes_per_pack=4 << 20, timeout_seconds=60)
+        >>> opts = keratron.distribute.CommunicationOptions(
+        ...     bytes_per_pack=4 << 20, timeout_seconds=60)
+        >>> opts.bytes_per_pack, opts.timeout_seconds, opts.implementation.value
+        (4194304, 60.0, 'AUTO')
     """
 
     def __init__(self, bytes_per_pack=0, timeout_seconds=None, implementation="AUTO"):
@@ -98,7 +101,7 @@ class InputContext:
     """What an input function needs to know to read its share (tf.distribute's fields).
 
     Example:
-        >>> InputContext(2, 0, 2).get_per_replica_batch_size(64)
+        >>> keratron.distribute.InputContext(2, 0, 2).get_per_replica_batch_size(64)
         32
     """
 
@@ -324,8 +327,12 @@ class Strategy:
         `get_replica_context()` is this replica's context.
 
         Example:
-            >>> loss = strategy.run(train_step, args=(batch,))
-            >>> strategy.reduce("MEAN", loss, axis=None)
+            >>> strategy = keratron.distribute.MirroredStrategy()
+            >>> def train_step(batch):
+            ...     return keratron.ops.mean(keratron.ops.square(batch))
+            >>> loss = strategy.run(train_step, args=(np.array([1.0, 3.0]),))
+            >>> float(strategy.reduce("MEAN", loss, axis=None))
+            5.0
         """
         del options
         self._step_weight = None
@@ -370,7 +377,11 @@ class Strategy:
             axis: an axis to reduce across as well, or None.
 
         Example:
-            >>> strategy.reduce("SUM", keratron.ops.ones((2,)), axis=None)  # N * [1, 1]
+            >>> strategy = keratron.distribute.MirroredStrategy()  # N = 1 replica here
+            >>> strategy.reduce("SUM", keratron.ops.ones((2,)), axis=None).numpy()  # N * [1, 1]
+            array([1., 1.], dtype=float32)
+            >>> float(strategy.reduce("MEAN", np.array([1.0, 2.0, 3.0, 6.0]), axis=0))
+            3.0
         """
         op = _reduce_op(reduce_op)
         return tree.map_structure(lambda v: self._reduce_leaf(op, v, axis), value)
@@ -379,7 +390,9 @@ class Strategy:
         """Concatenates the replicas' `value`s along `axis`, replica 0 first.
 
         Example:
+            >>> strategy = keratron.distribute.MirroredStrategy()  # N = 1 replica here
             >>> strategy.gather(keratron.ops.ones((2, 3)), axis=0).shape  # (2 * N, 3)
+            (2, 3)
         """
 
         def one(v):
@@ -399,9 +412,13 @@ class Strategy:
         worker (see `DistributedDataset`).
 
         Example:
+            >>> strategy = keratron.distribute.MirroredStrategy()  # N = 1 replica here
+            >>> ds = keratron.data.Dataset.from_tensor_slices((np.ones((128, 2)), np.zeros(128)))
             >>> dist_ds = strategy.experimental_distribute_dataset(ds.batch(64))
             >>> for x, y in dist_ds:  # 64 / N rows each
-            ...     strategy.run(step, args=(x, y))
+            ...     print(strategy.run(lambda x, y: tuple(x.shape), args=(x, y)))
+            (64, 2)
+            (64, 2)
         """
         del options
         if not hasattr(dataset, "__iter__"):
@@ -444,9 +461,12 @@ class MultiWorkerMirroredStrategy(Strategy):
     Example:
         >>> strategy = keratron.distribute.MultiWorkerMirroredStrategy()
         >>> with strategy.scope():
-        ...     model = build_model()
+        ...     model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(1)])
         ...     model.compile(optimizer="sgd", loss="mse")
-        >>> model.fit(x, y, batch_size=64)  # 64 is the global batch
+        >>> x, y = np.ones((128, 3)), np.ones((128, 1))
+        >>> history = model.fit(x, y, batch_size=64, verbose=0)  # 64 is the global batch
+        >>> len(history.history["loss"])
+        1
     """
 
     def __init__(self, cluster_resolver=None, communication_options=None):

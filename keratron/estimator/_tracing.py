@@ -88,7 +88,17 @@ def trainable_variables() -> list:
         RuntimeError: outside a `model_fn` called by an Estimator.
 
     Example:
-        >>> train_op = optimizer.minimize(loss, keratron.estimator.trainable_variables())
+        >>> import tempfile
+        >>> def model_fn(features, labels, mode):
+        ...     pred = keratron.layers.Dense(1)(features)
+        ...     loss = keratron.ops.mean(keratron.ops.square(pred - labels))
+        ...     variables = keratron.estimator.trainable_variables()
+        ...     print([v.path for v in variables])
+        ...     train_op = keratron.optimizers.SGD(0.1).minimize(loss, variables)
+        ...     return keratron.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+        >>> est = keratron.estimator.Estimator(model_fn, model_dir=tempfile.mkdtemp())
+        >>> _ = est.train(lambda: (np.ones((2, 3), "float32"), np.ones((2, 1), "float32")), steps=2)
+        ['dense/kernel', 'dense/bias']
     """
     if current.created is None:
         raise RuntimeError(

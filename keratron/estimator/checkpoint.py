@@ -90,8 +90,15 @@ def latest_checkpoint(model_dir) -> str | None:
     None when there is none (no index, or its checkpoint file is gone).
 
     Example:
-        >>> keratron.estimator.latest_checkpoint("/tmp/iris_model")
-        '/tmp/iris_model/model.ckpt-1000'
+        >>> import os, tempfile
+        >>> model_dir = tempfile.mkdtemp()
+        >>> print(keratron.estimator.latest_checkpoint(model_dir))
+        None
+        >>> cols = [keratron.feature_column.numeric_column("x")]
+        >>> est = keratron.estimator.LinearRegressor(cols, model_dir=model_dir)
+        >>> _ = est.train(lambda: ({"x": np.ones((2, 1))}, np.ones((2, 1))), steps=2)
+        >>> os.path.basename(keratron.estimator.latest_checkpoint(model_dir))
+        'model.ckpt-2'
     """
     if model_dir is None:
         return None

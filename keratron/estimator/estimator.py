@@ -53,7 +53,8 @@ def get_global_step():
     (`get_global_step().assign_add(1)`) is not incremented a second time.
 
     Example:
-        >>> step = keratron.estimator.get_global_step()
+        >>> print(keratron.estimator.get_global_step())  # no Estimator is running
+        None
     """
     est = current.estimator
     return None if est is None else est._global_step
@@ -75,6 +76,8 @@ class WarmStartSettings(
 
     Example:
         >>> ws = keratron.estimator.WarmStartSettings("/tmp/old_model", vars_to_warm_start="dnn/.*")
+        >>> ws.vars_to_warm_start
+        'dnn/.*'
     """
 
     def __new__(
@@ -179,16 +182,21 @@ class Estimator:
             initial values of the trainable variables when `model_dir` has no checkpoint.
 
     Example:
+        >>> import tempfile
         >>> def model_fn(features, labels, mode):
         ...     logits = keratron.layers.Dense(3)(features["x"])
         ...     if mode == keratron.estimator.ModeKeys.PREDICT:
         ...         return keratron.estimator.EstimatorSpec(mode, predictions={"logits": logits})
         ...     loss = keratron.ops.mean(keratron.losses.sparse_categorical_crossentropy(
         ...         labels, logits, from_logits=True))
-        ...     train_op = keratron.optimizers.Adam(0.01).minimize(loss, ...)
+        ...     train_op = keratron.optimizers.Adam(0.01).minimize(
+        ...         loss, keratron.estimator.trainable_variables())
         ...     return keratron.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
-        >>> est = keratron.estimator.Estimator(model_fn, model_dir="/tmp/m")
-        >>> est.train(input_fn, steps=100)
+        >>> features, labels = {"x": np.ones((6, 4), "float32")}, np.array([0, 1, 2, 0, 1, 2])
+        >>> est = keratron.estimator.Estimator(model_fn, model_dir=tempfile.mkdtemp())
+        >>> _ = est.train(lambda: (features, labels), steps=2)
+        >>> est.get_variable_value("dense/kernel").shape
+        (4, 3)
     """
 
     def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
@@ -257,8 +265,12 @@ class Estimator:
         """The prefix of the newest checkpoint in `model_dir`, or None.
 
         Example:
-            >>> est.latest_checkpoint()
-            '/tmp/m/model.ckpt-200'
+            >>> import os, tempfile
+            >>> cols = [keratron.feature_column.numeric_column("x")]
+            >>> est = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+            >>> _ = est.train(lambda: ({"x": np.ones((2, 1))}, np.ones((2, 1))), steps=3)
+            >>> os.path.basename(est.latest_checkpoint())
+            'model.ckpt-3'
         """
         return ckpt_lib.latest_checkpoint(self._model_dir)
 
@@ -276,8 +288,12 @@ class Estimator:
         checkpoint, as a numpy array.
 
         Example:
-            >>> est.get_variable_value("dense/kernel").shape
-            (4, 3)
+            >>> import tempfile
+            >>> cols = [keratron.feature_column.numeric_column("x", shape=(4,))]
+            >>> est = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+            >>> _ = est.train(lambda: ({"x": np.ones((2, 4))}, np.ones((2, 1))), steps=1)
+            >>> est.get_variable_value("linear/linear_model/x/weights").shape
+            (4, 1)
         """
         values, step = self._read_latest("get_variable_value")
         if name == "global_step":
@@ -537,7 +553,13 @@ class Estimator:
             self.
 
         Example:
-            >>> est.train(input_fn=lambda: (features, labels), steps=100)
+            >>> import tempfile
+            >>> cols = [keratron.feature_column.numeric_column("x")]
+            >>> est = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+            >>> features, labels = {"x": np.array([[1.0], [2.0]])}, np.array([[2.0], [4.0]])
+            >>> est = est.train(input_fn=lambda: (features, labels), steps=5)
+            >>> int(est.get_variable_value("global_step"))
+            5
         """
         if steps is not None and max_steps is not None:
             raise ValueError(
@@ -654,7 +676,13 @@ class Estimator:
             `eval_metric_ops` entry.
 
         Example:
-            >>> est.evaluate(input_fn=eval_input_fn)["accuracy"]
+            >>> import tempfile
+            >>> cols = [keratron.feature_column.numeric_column("x")]
+            >>> est = keratron.estimator.LinearClassifier(cols, model_dir=tempfile.mkdtemp())
+            >>> features, labels = {"x": np.array([[-1.0], [1.0]])}, np.array([[0], [1]])
+            >>> _ = est.train(lambda: (features, labels), steps=5)
+            >>> float(est.evaluate(input_fn=lambda: (features, labels))["accuracy"])
+            1.0
         """
         steps = _check_steps("steps", steps)
         hooks = _check_hooks(hooks, "hooks")
@@ -759,8 +787,15 @@ class Estimator:
                 rather than whole batches.
 
         Example:
-            >>> for p in est.predict(input_fn=predict_input_fn):
+            >>> import tempfile
+            >>> cols = [keratron.feature_column.numeric_column("x")]
+            >>> est = keratron.estimator.LinearClassifier(cols, model_dir=tempfile.mkdtemp())
+            >>> features, labels = {"x": np.array([[-1.0], [1.0]])}, np.array([[0], [1]])
+            >>> _ = est.train(lambda: (features, labels), steps=5)
+            >>> for p in est.predict(input_fn=lambda: features):
             ...     print(p["class_ids"])
+            [0]
+            [1]
         """
         hooks = _check_hooks(hooks, "hooks")
         if isinstance(predict_keys, str):
@@ -850,8 +885,16 @@ class Estimator:
             The export directory, as bytes (as TensorFlow returns it).
 
         Example:
-            >>> path = est.export_saved_model("/tmp/export", serving_input_receiver_fn)
+            >>> import tempfile
+            >>> cols = [keratron.feature_column.numeric_column("x")]
+            >>> est = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+            >>> _ = est.train(lambda: ({"x": np.ones((2, 1))}, np.ones((2, 1))), steps=1)
+            >>> receiver_fn = keratron.estimator.export.build_raw_serving_input_receiver_fn(
+            ...     {"x": np.zeros((1, 1), "float32")})
+            >>> path = est.export_saved_model(tempfile.mkdtemp(), receiver_fn)
             >>> loaded = keratron.saved_model.load(path)
+            >>> loaded(x=np.array([[1.0], [2.0]], "float32"))["outputs"].shape
+            (2, 1)
         """
         from keratron.estimator._export_impl import export
 

@@ -126,7 +126,10 @@ class PredictOutput(ExportOutput):
     """A generic signature: a Tensor or a dict of named Tensors.
 
     Example:
-        >>> keratron.estimator.export.PredictOutput({"probabilities": probs})
+        >>> probs = keratron.ops.softmax(keratron.ops.zeros((2, 3)))
+        >>> output = keratron.estimator.export.PredictOutput({"probabilities": probs})
+        >>> list(output.outputs)
+        ['probabilities']
     """
 
     def __init__(self, outputs):
@@ -147,7 +150,10 @@ class ClassificationOutput(ExportOutput):
     """A classification signature: `scores` (float, per class) and/or `classes` (strings).
 
     Example:
-        >>> keratron.estimator.export.ClassificationOutput(scores=probabilities)
+        >>> probabilities = keratron.ops.softmax(keratron.ops.zeros((2, 3)))
+        >>> output = keratron.estimator.export.ClassificationOutput(scores=probabilities)
+        >>> output.outputs["scores"].shape
+        (2, 3)
     """
 
     def __init__(self, scores=None, classes=None):
@@ -279,9 +285,15 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
             the loaded model splits other batch sizes into chunks of it).
 
     Example:
+        >>> import tempfile
+        >>> cols = [keratron.feature_column.numeric_column("x", shape=(4,))]
+        >>> estimator = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+        >>> _ = estimator.train(lambda: ({"x": np.ones((2, 4))}, np.ones((2, 1))), steps=1)
         >>> fn = keratron.estimator.export.build_raw_serving_input_receiver_fn(
         ...     {"x": np.zeros((1, 4), "float32")})
-        >>> estimator.export_saved_model("/tmp/export", fn)
+        >>> path = estimator.export_saved_model(tempfile.mkdtemp(), fn)
+        >>> keratron.saved_model.load(path)(x=np.ones((3, 4), "float32"))["outputs"].shape
+        (3, 1)
     """
     single = not isinstance(features, dict)
     specs = {

@@ -92,9 +92,15 @@ def numpy_input_fn(
         ValueError: on empty inputs, mismatched lengths or keys in both `x` and `y`.
 
     Example:
+        >>> import tempfile
+        >>> x_train, y_train = np.arange(8.0).reshape(8, 1), np.arange(8.0).reshape(8, 1)
         >>> input_fn = keratron.estimator.inputs.numpy_input_fn(
-        ...     {"x": x_train}, y_train, batch_size=32, num_epochs=None, shuffle=True)
-        >>> estimator.train(input_fn, steps=1000)
+        ...     {"x": x_train}, y_train, batch_size=4, num_epochs=1, shuffle=False)
+        >>> cols = [keratron.feature_column.numeric_column("x")]
+        >>> estimator = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+        >>> _ = estimator.train(input_fn)  # one epoch: two batches of 4
+        >>> int(estimator.get_variable_value("global_step"))
+        2
     """
     if not isinstance(shuffle, bool):
         raise _ShuffleNotGiven(

@@ -148,9 +148,17 @@ def model_to_estimator(
         ValueError: without exactly one model, or when the model is not compiled.
 
     Example:
+        >>> import tempfile
+        >>> model = keratron.Sequential(
+        ...     [keratron.Input((4,)), keratron.layers.Dense(3, activation="softmax")])
         >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
         ...               metrics=["accuracy"])
-        >>> est = keratron.estimator.model_to_estimator(keras_model=model, model_dir="/tmp/k")
+        >>> est = keratron.estimator.model_to_estimator(
+        ...     keras_model=model, model_dir=tempfile.mkdtemp())
+        >>> x, y = np.ones((2, 4), "float32"), np.array([0, 1])
+        >>> _ = est.train(lambda: (x, y), steps=2)
+        >>> sorted(est.evaluate(lambda: (x, y)))
+        ['accuracy', 'global_step', 'loss']
     """
     if (keras_model is None) == (keras_model_path is None):
         raise ValueError(

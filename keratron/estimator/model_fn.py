@@ -69,7 +69,10 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
         ValueError: if a value the mode requires is missing, or the loss is not a scalar.
 
     Example:
+        >>> mode, y = keratron.estimator.ModeKeys.PREDICT, keratron.ops.ones((2, 1))
         >>> spec = keratron.estimator.EstimatorSpec(mode, predictions={"y": y})
+        >>> spec.mode, spec.loss
+        ('infer', None)
     """
 
     def __new__(

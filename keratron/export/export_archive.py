@@ -75,12 +75,20 @@ class ExportArchive:
             abstract "neptune_model").
 
     Example:
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
         >>> archive = keratron.export.ExportArchive()
         >>> archive.track(model)
-        >>> archive.add_endpoint("serve", model.call,
+        >>> serve = archive.add_endpoint("serve", model.call,
         ...     input_signature=[keratron.InputSpec(shape=(None, 3), dtype="float32")])
-        >>> archive.write_out("/tmp/exported")
-        >>> keratron.export.load_archive("/tmp/exported").serve(np.ones((2, 3), "float32"))
+        >>> path = os.path.join(tempfile.mkdtemp(), "exported")
+        >>> archive.write_out(path)  # doctest: +ELLIPSIS
+        Saved artifact at '...exported'. The following endpoints are available:
+        <BLANKLINE>
+        * Endpoint 'serve'
+          args_0: shape=(None, 3), dtype=float32
+        >>> keratron.export.load_archive(path).serve(np.ones((2, 3), "float32")).shape
+        (2, 2)
     """
 
     def __init__(self, format="saved_model"):
@@ -470,8 +478,16 @@ def load_archive(filepath):
         ValueError: if the archive is of another format or version, or inconsistent.
 
     Example:
-        >>> reloaded = keratron.export.load_archive("/tmp/exported")
-        >>> y = reloaded.serve(np.ones((4, 3), "float32"))
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> path = os.path.join(tempfile.mkdtemp(), "exported")
+        >>> archive = keratron.export.ExportArchive()
+        >>> serve = archive.track_and_add_endpoint(
+        ...     "serve", model, input_signature=[keratron.InputSpec(shape=(None, 3))])
+        >>> archive.write_out(path, verbose=False)
+        >>> reloaded = keratron.export.load_archive(path)
+        >>> reloaded.serve(np.ones((4, 3), "float32")).shape
+        (4, 2)
     """
     path = os.fspath(filepath)
     index_file = os.path.join(path, INDEX_FILE)

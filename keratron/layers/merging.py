@@ -408,7 +408,8 @@ class Dot(_Merge):
     Example:
         >>> a, b = np.ones((2, 3), "float32"), np.ones((2, 3), "float32")
         >>> keratron.layers.Dot(axes=1)([a, b]).numpy()
-        array([[3.], [3.]], dtype=float32)
+        array([[3.],
+               [3.]], dtype=float32)
     """
 
     def __init__(self, axes, normalize=False, **kwargs):

@@ -29,8 +29,14 @@ def clone_model(model, input_tensors=None, clone_function=None, call_function=No
             rebuilt from their configs either way).
 
     Example:
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
         >>> clone = keratron.models.clone_model(model)
+        >>> clone.layers[0] is model.layers[0]
+        False
         >>> clone.set_weights(model.get_weights())
+        >>> x = np.ones((1, 3), "float32")
+        >>> np.allclose(clone.predict(x, verbose=0), model.predict(x, verbose=0))
+        True
     """
     from keratron.models.functional import Functional
     from keratron.models.sequential import Sequential

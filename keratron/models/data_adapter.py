@@ -34,7 +34,10 @@ def unpack_x_y_sample_weight(data):
     """`(x, y, sample_weight)` from a batch given as `x`, `(x,)`, `(x, y)` or `(x, y, sw)`.
 
     Example:
-        >>> x, y, sw = unpack_x_y_sample_weight((x_batch, y_batch))
+        >>> x_batch, y_batch = np.ones((2, 3)), np.zeros((2,))
+        >>> x, y, sw = keratron.utils.unpack_x_y_sample_weight((x_batch, y_batch))
+        >>> x.shape, y.shape, sw
+        ((2, 3), (2,), None)
     """
     if isinstance(data, list):
         data = tuple(data)

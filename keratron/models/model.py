@@ -99,7 +99,12 @@ class Model(Trainer, Layer):
         """Returns a layer by its (unique) name or its index in `model.layers`.
 
         Example:
-            >>> model.get_layer("dense").units
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((3,)), keratron.layers.Dense(2, name="head")])
+            >>> model.get_layer("head").units
+            2
+            >>> model.get_layer(index=0).name
+            'head'
         """
         if index is not None and name is not None:
             raise ValueError(
@@ -144,7 +149,18 @@ class Model(Trainer, Layer):
             layer_range: two name patterns bounding the rows shown.
 
         Example:
-            >>> model.summary(print_fn=lambda text: None)
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((3,)), keratron.layers.Dense(2, name="dense")], name="tiny")
+            >>> model.summary(line_length=60)
+            Model: "tiny"
+            ┏━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━┓
+            ┃ Layer (type)             ┃ Output Shape      ┃   Param # ┃
+            ┡━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━┩
+            │ dense (Dense)            │ (None, 2)         │         8 │
+            └──────────────────────────┴───────────────────┴───────────┘
+             Total params: 8 (32.00 B)
+             Trainable params: 8 (32.00 B)
+             Non-trainable params: 0 (0.00 B)
         """
         from keratron.models.summary import print_summary
 
@@ -215,7 +231,10 @@ class Model(Trainer, Layer):
             **kwargs: passed to `json.dumps` (e.g. `indent=2`).
 
         Example:
+            >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
             >>> clone = keratron.models.model_from_json(model.to_json())
+            >>> clone.output_shape
+            (None, 2)
         """
         from keratron.models.serialization import serialize_layer
 
@@ -236,7 +255,12 @@ class Model(Trainer, Layer):
         `keratron.saving.save_model`.
 
         Example:
-            >>> model.save("model.keras")
+            >>> import os, tempfile
+            >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+            >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+            >>> model.save(path)
+            >>> keratron.models.load_model(path).output_shape
+            (None, 2)
         """
         from keratron.saving import save_model
 
@@ -246,7 +270,12 @@ class Model(Trainer, Layer):
         """Saves the weights: `.weights.h5` (Keras 3 layout) or `.h5` (tf.keras 2 layout).
 
         Example:
-            >>> model.save_weights("model.weights.h5")
+            >>> import os, tempfile
+            >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+            >>> path = os.path.join(tempfile.mkdtemp(), "model.weights.h5")
+            >>> model.save_weights(path)
+            >>> os.path.exists(path)
+            True
         """
         from keratron.saving import save_weights
 
@@ -257,7 +286,15 @@ class Model(Trainer, Layer):
         `keratron.saving.load_weights`.
 
         Example:
-            >>> model.load_weights("model.weights.h5")
+            >>> import os, tempfile
+            >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+            >>> path = os.path.join(tempfile.mkdtemp(), "model.weights.h5")
+            >>> model.save_weights(path)
+            >>> twin = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+            >>> twin.load_weights(path)
+            >>> x = np.ones((1, 3), "float32")
+            >>> np.allclose(twin.predict(x, verbose=0), model.predict(x, verbose=0))
+            True
         """
         from keratron.saving import load_weights
 
@@ -288,7 +325,10 @@ def model_from_config(config, custom_objects=None):
     """Rebuilds a model (or layer) from a serialized config dict.
 
     Example:
-        >>> clone = keratron.models.model_from_config(serialize_layer(model))
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> config = keratron.saving.serialize_keras_object(model)
+        >>> keratron.models.model_from_config(config).output_shape
+        (None, 2)
     """
     from keratron.models.serialization import deserialize_layer
 
@@ -308,8 +348,12 @@ def model_from_json(json_string, custom_objects=None):
         custom_objects: optional dict mapping names to custom layer classes.
 
     Example:
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
         >>> clone = keratron.models.model_from_json(model.to_json())
         >>> clone.set_weights(model.get_weights())
+        >>> x = np.ones((1, 3), "float32")
+        >>> np.allclose(clone.predict(x, verbose=0), model.predict(x, verbose=0))
+        True
     """
     try:
         config = json.loads(json_string)

@@ -33,6 +33,8 @@ class Sequential(Model):
         ...     keratron.layers.Dense(8, activation="relu"),
         ...     keratron.layers.Dense(1),
         ... ])
+        >>> model.output_shape
+        (None, 1)
     """
 
     def __new__(cls, *args, **kwargs):
@@ -55,6 +57,8 @@ class Sequential(Model):
             >>> model = keratron.Sequential()
             >>> model.add(keratron.Input(shape=(4,)))
             >>> model.add(keratron.layers.Dense(2))
+            >>> model.output_shape
+            (None, 2)
         """
         if isinstance(layer, KerasTensor) and layer._keras_history is not None:
             origin = layer._keras_history[0]
@@ -98,7 +102,11 @@ class Sequential(Model):
         """Removes and returns the last layer.
 
         Example:
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((4,)), keratron.layers.Dense(8), keratron.layers.Dense(1)])
             >>> last = model.pop()
+            >>> last.units, model.output_shape
+            (1, (None, 8))
         """
         if not self.layers:
             raise TypeError(f"Sequential model '{self.name}': there are no layers to pop.")

@@ -126,8 +126,12 @@ class Trainer:
                 `LossScaleOptimizer` (as Keras does).
 
         Example:
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((4,)), keratron.layers.Dense(3, activation="softmax")])
             >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
             ...               metrics=["accuracy"])
+            >>> type(model.optimizer).__name__
+            'Adam'
         """
         from keratron import metrics as metrics_module
         from keratron import optimizers
@@ -314,7 +318,12 @@ class Trainer:
         """The compiled loss plus `model.losses` (regularization and `add_loss` terms).
 
         Example:
-            >>> loss = model.compute_loss(y=y, y_pred=model(x))
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((2,)), keratron.layers.Dense(1, kernel_initializer="ones")])
+            >>> model.compile(loss="mse")
+            >>> x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+            >>> float(model.compute_loss(y=y, y_pred=model(x)))
+            4.0
         """
         del x, training
         terms = []
@@ -343,7 +352,13 @@ class Trainer:
         """Updates the compiled metrics and returns every metric's current result.
 
         Example:
-            >>> logs = model.compute_metrics(x, y, y_pred)
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((2,)), keratron.layers.Dense(1, kernel_initializer="ones")])
+            >>> model.compile(loss="mse", metrics=["mae"])
+            >>> x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+            >>> logs = model.compute_metrics(x, y, model(x))
+            >>> float(logs["mae"])
+            2.0
         """
         del x
         if self._compile_metrics is not None:
@@ -556,8 +571,12 @@ class Trainer:
             validation_freq: validate every n epochs, or on the epochs in a list.
 
         Example:
+            >>> model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+            >>> model.compile(optimizer="sgd", loss="mse")
+            >>> x_train, y_train = np.ones((64, 2), "float32"), np.zeros((64, 1), "float32")
             >>> history = model.fit(x_train, y_train, batch_size=32, epochs=5, verbose=0)
-            >>> history.history["loss"]
+            >>> len(history.history["loss"])
+            5
         """
         self._assert_compile_called("fit")
         cap = config.max_epochs()  # a debugging cap, as Keras's
@@ -689,8 +708,12 @@ class Trainer:
         order) or, with `return_dict=True`, a dict.
 
         Example:
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((2,)), keratron.layers.Dense(1, kernel_initializer="ones")])
+            >>> model.compile(loss="mse", metrics=["mae"])
+            >>> x_test, y_test = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
             >>> model.evaluate(x_test, y_test, verbose=0, return_dict=True)
-            {'loss': ...}
+            {'loss': 4.0, 'mae': 2.0}
         """
         use_cached = kwargs.pop("_use_cached_eval_dataset", False)
         if kwargs:
@@ -749,7 +772,11 @@ class Trainer:
         """The model's outputs on `x` as numpy arrays (same structure as the outputs).
 
         Example:
-            >>> probs = model.predict(x_test, batch_size=128, verbose=0)
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((4,)), keratron.layers.Dense(3, activation="softmax")])
+            >>> probs = model.predict(np.ones((256, 4), "float32"), batch_size=128, verbose=0)
+            >>> probs.shape
+            (256, 3)
         """
         host_memory.keep_freed_host_memory()
         verbose = _resolve_verbose(verbose)
@@ -792,7 +819,12 @@ class Trainer:
         """One training step on one batch; returns the batch's loss and metrics.
 
         Example:
-            >>> loss = model.train_on_batch(x_batch, y_batch)
+            >>> model = keratron.Sequential(
+            ...     [keratron.Input((2,)), keratron.layers.Dense(1, kernel_initializer="ones")])
+            >>> model.compile(optimizer="sgd", loss="mse")
+            >>> x_batch, y_batch = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+            >>> model.train_on_batch(x_batch, y_batch)
+            4.0
         """
         self._assert_compile_called("train_on_batch")
         if class_weight is not None:

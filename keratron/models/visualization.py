@@ -170,7 +170,10 @@ def model_to_dot(
         ValueError: the model is not built, or an unknown keyword argument was given.
 
     Example:
-        >>> dot = keratron.utils.model_to_dot(model, show_shapes=True)
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> dot = keratron.utils.model_to_dot(model, show_shapes=True)  # doctest: +SKIP
+        >>> type(dot).__name__  # doctest: +SKIP
+        'Dot'
     """
     _check_built(model)
     if not check_pydot():
@@ -277,7 +280,12 @@ def plot_model(
             instead, as Keras does).
 
     Example:
-        >>> keratron.utils.plot_model(model, "model.png", show_shapes=True)
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.png")
+        >>> image = keratron.utils.plot_model(model, path, show_shapes=True)  # doctest: +SKIP
+        >>> os.path.exists(path)  # doctest: +SKIP
+        True
     """
     _check_built(model)
     for available, message in (

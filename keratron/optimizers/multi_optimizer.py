@@ -35,6 +35,8 @@ class OptimizerMap(MutableMapping):
     Example:
         >>> opt_map = keratron.optimizers.OptimizerMap(keratron.optimizers.Adam())
         >>> opt_map["dense/.*"] = keratron.optimizers.SGD(0.1)
+        >>> type(opt_map["dense/kernel"]).__name__, type(opt_map["head/kernel"]).__name__
+        ('SGD', 'Adam')
     """
 
     def __init__(self, default_optimizer, optimizer_map=None):
@@ -126,7 +128,13 @@ class MultiOptimizer(Optimizer):
         >>> opt = keratron.optimizers.MultiOptimizer(
         ...     keratron.optimizers.OptimizerMap(
         ...         keratron.optimizers.Adam(1e-3), {".*/bias": keratron.optimizers.SGD(0.1)}))
+        >>> model = keratron.Sequential(
+        ...     [keratron.Input((3,)), keratron.layers.Dense(2, kernel_initializer="ones")])
         >>> model.compile(optimizer=opt, loss="mse")
+        >>> model.train_on_batch(np.ones((2, 3)), np.zeros((2, 2)))
+        9.0
+        >>> model.layers[0].bias.numpy()  # one SGD step (learning rate 0.1) from zeros
+        array([-0.3, -0.3], dtype=float32)
     """
 
     def __init__(self, optimizer_map, loss_scale_factor=None, name=None):

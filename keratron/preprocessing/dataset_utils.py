@@ -169,8 +169,19 @@ def image_dataset_from_directory(
     validation datasets.
 
     Example:
+        >>> import os, shutil, tempfile
+        >>> tmp, image = tempfile.mkdtemp(), np.zeros((8, 8, 3))
+        >>> for name in ["cat", "dog"]:
+        ...     os.makedirs(os.path.join(tmp, name))
+        ...     for i in range(5):
+        ...         keratron.utils.save_img(os.path.join(tmp, name, f"{i}.png"), image)
         >>> train, val = keratron.utils.image_dataset_from_directory(
-        ...     "flowers", image_size=(64, 64), validation_split=0.2, subset="both", seed=1)
+        ...     tmp, image_size=(64, 64), validation_split=0.2, subset="both", seed=1,
+        ...     verbose=False)
+        >>> images, labels = next(iter(train))
+        >>> train.class_names, images.shape, labels.shape
+        (['cat', 'dog'], (8, 64, 64, 3), (8,))
+        >>> shutil.rmtree(tmp)
     """
     if labels not in ("inferred", None) and not isinstance(labels, (list, tuple)):
         raise ValueError(

@@ -271,8 +271,22 @@ def text_dataset_from_directory(
         verbose: print how many files and classes were found.
 
     Example:
+        >>> import os, shutil, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> for name, text in [("neg", "a dull film"), ("pos", "a great film")]:
+        ...     os.makedirs(os.path.join(tmp, name))
+        ...     for i in range(5):
+        ...         with open(os.path.join(tmp, name, f"{i}.txt"), "w") as f:
+        ...             _ = f.write(text)
         >>> train, val = keratron.utils.text_dataset_from_directory(
-        ...     "reviews", validation_split=0.2, subset="both", seed=1)
+        ...     tmp, validation_split=0.2, subset="both", seed=1)
+        Found 10 files belonging to 2 classes.
+        Using 8 files for training.
+        Using 2 files for validation.
+        >>> texts, labels = next(iter(val))
+        >>> train.class_names, texts.tolist(), labels.numpy().tolist()
+        (['neg', 'pos'], [b'a great film', b'a great film'], [1, 1])
+        >>> shutil.rmtree(tmp)
     """
     what = "text_dataset_from_directory"
     _check_labels(labels, label_mode, class_names, what)
@@ -359,8 +373,20 @@ def audio_dataset_from_directory(
         ragged: Keras's ragged batches; keratron has no ragged tensors, so True is refused.
 
     Example:
+        >>> import os, shutil, tempfile, wave
+        >>> tmp = tempfile.mkdtemp()
+        >>> for name in ["no", "yes"]:
+        ...     os.makedirs(os.path.join(tmp, name))
+        ...     with wave.open(os.path.join(tmp, name, "0.wav"), "wb") as f:
+        ...         f.setparams((1, 2, 16000, 0, "NONE", None))  # mono, 16-bit, 16 kHz
+        ...         f.writeframes(np.zeros(8000, np.int16).tobytes())  # half a second
         >>> ds = keratron.utils.audio_dataset_from_directory(
-        ...     "speech", output_sequence_length=16000, batch_size=8)
+        ...     tmp, output_sequence_length=16000, batch_size=8)
+        Found 2 files belonging to 2 classes.
+        >>> audio, labels = next(iter(ds))
+        >>> audio.shape  # cut or zero-padded to output_sequence_length
+        (2, 16000, 1)
+        >>> shutil.rmtree(tmp)
     """
     what = "audio_dataset_from_directory"
     _check_labels(labels, label_mode, class_names, what)

@@ -267,8 +267,16 @@ def load(export_dir, tags=None, options=None) -> LoadedModel:
         ValueError: if a file is not a keratron export or is inconsistent.
 
     Example:
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((4,)), keratron.layers.Dense(2)])
+        >>> export_path = os.path.join(tempfile.mkdtemp(), "export")
+        >>> archive = keratron.export.ExportArchive()
+        >>> serve = archive.track_and_add_endpoint(
+        ...     "serve", model, input_signature=[keratron.InputSpec(shape=(None, 4))])
+        >>> archive.write_out(export_path, verbose=False)
         >>> loaded = keratron.saved_model.load(export_path)
-        >>> loaded.signatures["serving_default"](x=np.zeros((2, 4), "float32"))["scores"]
+        >>> loaded.signatures["serving_default"](np.zeros((2, 4), "float32"))["output_0"].shape
+        (2, 2)
     """
     del tags, options
     path = os.fsdecode(export_dir)

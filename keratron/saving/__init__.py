@@ -12,8 +12,13 @@ custom-object registry (`register_keras_serializable`, `custom_object_scope`); n
 is executed unless `load_model(..., safe_mode=False)` is asked for.
 
 Example:
-    >>> model.save("model.keras")
-    >>> restored = keratron.saving.load_model("model.keras")
+    >>> import os, tempfile
+    >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> model.save(path)
+    >>> restored = keratron.saving.load_model(path)
+    >>> restored.output_shape
+    (None, 2)
 """
 
 from keratron.layers.serialization import (
@@ -49,7 +54,13 @@ def get_registered_object(name, custom_objects=None, module_objects=None):
     """The class or function registered (or in scope) under `name`, or None.
 
     Example:
-        >>> keratron.saving.get_registered_object("MyLayers>Scale")
+        >>> class Halve(keratron.layers.Layer):
+        ...     pass
+        >>> with keratron.saving.custom_object_scope({"Halve": Halve}):
+        ...     keratron.saving.get_registered_object("Halve") is Halve
+        True
+        >>> keratron.saving.get_registered_object("Halve") is None
+        True
     """
     found = lookup_custom(name, custom_objects)
     if found is None and module_objects:

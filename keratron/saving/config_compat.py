@@ -115,9 +115,12 @@ def to_tf_keras2(data: dict) -> dict:
     """Converts a serialized layer or model (keratron's Keras 3 dialect) to tf.keras 2's.
 
     Example:
-        >>> from keratron.models.serialization import serialize_layer
-        >>> to_tf_keras2(serialize_layer(model))["class_name"]
-        'Functional'
+        >>> from keratron.saving.config_compat import to_tf_keras2
+        >>> inputs = keratron.Input((3,))
+        >>> model = keratron.Model(inputs, keratron.layers.Dense(2)(inputs))
+        >>> config = to_tf_keras2(keratron.saving.serialize_keras_object(model))
+        >>> config["class_name"], config["config"]["layers"][0]["config"]["batch_input_shape"]
+        ('Functional', (None, 3))
     """
     return _legacy_layer(copy.deepcopy(data))
 

@@ -48,9 +48,17 @@ class KerasFileEditor:
             with links, external or virtual datasets, or datasets beyond Keras's limits.
 
     Example:
-        >>> editor = keratron.saving.KerasFileEditor("model.weights.h5")
-        >>> editor.rename_object("dense_1", "dense_head")
-        >>> editor.save("edited.weights.h5")
+        >>> import os, tempfile
+        >>> model = keratron.Sequential(
+        ...     [keratron.Input((3,)), keratron.layers.Dense(2, name="dense")])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.weights.h5")
+        >>> model.save_weights(path)
+        >>> editor = keratron.saving.KerasFileEditor(path)  # doctest: +ELLIPSIS
+        Keras model file '...model.weights.h5'
+        >>> editor.rename_object("dense", "dense_head")
+        >>> list(editor.weights_dict["layers"])
+        ['dense_head']
+        >>> editor.save(os.path.join(os.path.dirname(path), "edited.weights.h5"))
     """
 
     def __init__(self, filepath):

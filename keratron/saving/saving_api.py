@@ -220,7 +220,12 @@ def save_weights(model, filepath, overwrite=True, max_shard_size=None) -> None:
         max_shard_size: not supported (sharded files); must be None.
 
     Example:
-        >>> keratron.saving.save_weights(model, "model.weights.h5")
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.weights.h5")
+        >>> keratron.saving.save_weights(model, path)
+        >>> os.path.exists(path)
+        True
     """
     _check_model(model, "save_weights")
     filepath = os.fspath(filepath)
@@ -270,7 +275,14 @@ def load_weights(model, filepath, skip_mismatch=False, by_name=False, **kwargs) 
         ValueError: the file is missing pieces, corrupted, or does not match the model.
 
     Example:
-        >>> keratron.saving.load_weights(model, "model.weights.h5")
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.weights.h5")
+        >>> keratron.saving.save_weights(model, path)
+        >>> twin = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> keratron.saving.load_weights(twin, path)
+        >>> all(np.array_equal(a, b) for a, b in zip(twin.get_weights(), model.get_weights()))
+        True
     """
     _check_model(model, "load_weights")
     if kwargs:
@@ -357,7 +369,12 @@ def save_model(model, filepath, overwrite=True, zipped=None, include_optimizer=T
         include_optimizer: `.h5` only: also save the optimizer's variables.
 
     Example:
-        >>> keratron.saving.save_model(model, "model.keras")
+        >>> import os, tempfile
+        >>> model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+        >>> keratron.saving.save_model(model, path)
+        >>> os.path.exists(path)
+        True
     """
     _check_model(model, "save_model")
     filepath = os.fspath(filepath)
@@ -597,7 +614,12 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
         ValueError: the file is not a model file, is corrupted, or needs `safe_mode=False`.
 
     Example:
-        >>> model = keratron.models.load_model("model.keras")
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+        >>> keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(2)]).save(path)
+        >>> model = keratron.models.load_model(path)
+        >>> model.output_shape
+        (None, 2)
     """
     filepath = check_readable(filepath, "load_model")
     if zipfile.is_zipfile(filepath):

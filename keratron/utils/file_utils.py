@@ -46,8 +46,14 @@ def hash_file(fpath, algorithm="sha256", chunk_size=65535) -> str:
     """The hex digest of a file ("sha256", "md5", or a hashlib object).
 
     Example:
-        >>> hash_file("mnist.npz")[:8]
-        '731c5ac6'
+        >>> import os, shutil, tempfile
+        >>> from keratron.utils.file_utils import hash_file
+        >>> tmp = tempfile.mkdtemp()
+        >>> with open(os.path.join(tmp, "data.bin"), "wb") as f:
+        ...     _ = f.write(b"keratron")
+        >>> hash_file(os.path.join(tmp, "data.bin"))[:8]
+        '6a4bf6c5'
+        >>> shutil.rmtree(tmp)
     """
     hasher = _resolve_hasher(algorithm) if isinstance(algorithm, str) else algorithm
     with open(fpath, "rb") as f:
@@ -132,8 +138,16 @@ def extract_archive(file_path, path=".", archive_format="auto") -> bool:
     interrupted extraction never leaves a half-filled `path` behind.
 
     Example:
-        >>> extract_archive("cifar-10-python.tar.gz", "cifar")
+        >>> import os, shutil, tempfile, zipfile
+        >>> from keratron.utils.file_utils import extract_archive
+        >>> tmp = tempfile.mkdtemp()
+        >>> with zipfile.ZipFile(os.path.join(tmp, "data.zip"), "w") as archive:
+        ...     archive.writestr("data/a.txt", "hello")
+        >>> extract_archive(os.path.join(tmp, "data.zip"), os.path.join(tmp, "out"))
         True
+        >>> os.listdir(os.path.join(tmp, "out", "data"))
+        ['a.txt']
+        >>> shutil.rmtree(tmp)
     """
     if archive_format is None:
         return False
@@ -252,8 +266,15 @@ def get_file(
         ConnectionError: the origin could not be reached or answered with an error.
 
     Example:
-        >>> path = keratron.utils.get_file(
-        ...     origin="https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz")
+        >>> import pathlib, shutil, tempfile
+        >>> cache = pathlib.Path(tempfile.mkdtemp())
+        >>> (cache / "datasets").mkdir()
+        >>> (cache / "datasets" / "mnist.npz").touch()  # as if downloaded earlier
+        >>> url = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
+        >>> path = keratron.utils.get_file(origin=url, cache_dir=cache)  # cached: no download
+        >>> pathlib.Path(path).relative_to(cache).as_posix()
+        'datasets/mnist.npz'
+        >>> shutil.rmtree(cache)
     """
     if origin is None:
         raise ValueError('Please specify the "origin" argument (URL of the file to download).')

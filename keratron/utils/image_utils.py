@@ -3,9 +3,13 @@
 PIL (Pillow) reads and writes the files; it is imported when a file is read or written.
 
 Example:
-    >>> img = keratron.utils.load_img("cat.jpg", target_size=(224, 224))
+    >>> import os, shutil, tempfile
+    >>> tmp = tempfile.mkdtemp()
+    >>> keratron.utils.save_img(os.path.join(tmp, "cat.jpg"), np.zeros((32, 48, 3)))
+    >>> img = keratron.utils.load_img(os.path.join(tmp, "cat.jpg"), target_size=(224, 224))
     >>> keratron.utils.img_to_array(img).shape
     (224, 224, 3)
+    >>> shutil.rmtree(tmp)
 """
 
 from __future__ import annotations
@@ -137,8 +141,12 @@ def load_img(
         keep_aspect_ratio: crop the centre to the target aspect ratio before resizing.
 
     Example:
-        >>> keratron.utils.load_img("cat.png", color_mode="grayscale").mode
+        >>> import os, shutil, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> keratron.utils.save_img(os.path.join(tmp, "cat.png"), np.zeros((4, 4, 3)))
+        >>> keratron.utils.load_img(os.path.join(tmp, "cat.png"), color_mode="grayscale").mode
         'L'
+        >>> shutil.rmtree(tmp)
     """
     image_module = _pil()
     if isinstance(path, io.BytesIO):
@@ -192,7 +200,7 @@ def smart_resize(
     Returns a numpy array for a numpy input, a Tensor otherwise.
 
     Example:
-        >>> keratron.utils.smart_resize(np.ones((20, 40, 3)), (10, 10)).shape
+        >>> keratron.preprocessing.image.smart_resize(np.ones((20, 40, 3)), (10, 10)).shape
         (10, 10, 3)
     """
     if len(size) != 2:

@@ -50,8 +50,15 @@ def atomic_write(filepath):
     fsynced and renamed over `filepath`, on an exception it is removed.
 
     Example:
-        >>> with atomic_write("model.h5") as tmp:
-        ...     write_the_file(tmp)
+        >>> import os, shutil, tempfile
+        >>> from keratron.utils.io_utils import atomic_write
+        >>> tmp = tempfile.mkdtemp()
+        >>> with atomic_write(os.path.join(tmp, "notes.txt")) as partial:
+        ...     with open(partial, "w") as f:
+        ...         _ = f.write("done")
+        >>> os.listdir(tmp)
+        ['notes.txt']
+        >>> shutil.rmtree(tmp)
     """
     filepath = os.fspath(filepath)
     directory = os.path.dirname(os.path.abspath(filepath)) or "."
@@ -102,7 +109,15 @@ def remove_stale_temporaries(filepath, before_ns: int) -> list:
     (the start of the current write), and whose writing process is gone. Returns their paths.
 
     Example:
-        >>> remove_stale_temporaries("model.h5", time.time_ns())
+        >>> import os, shutil, tempfile, time
+        >>> from keratron.utils.io_utils import remove_stale_temporaries
+        >>> tmp = tempfile.mkdtemp()
+        >>> # The temporary file of a write of notes.txt that was killed:
+        >>> open(os.path.join(tmp, ".notes.txt.k3x9q2ab.tmp"), "w").close()
+        >>> removed = remove_stale_temporaries(os.path.join(tmp, "notes.txt"), time.time_ns())
+        >>> [os.path.basename(path) for path in removed]
+        ['.notes.txt.k3x9q2ab.tmp']
+        >>> shutil.rmtree(tmp)
     """
     import re
 

@@ -57,8 +57,9 @@ class Progbar:
 
     Example:
         >>> bar = keratron.utils.Progbar(3, verbose=2)
-        >>> for i in range(3):
+        >>> for i in range(3):  # doctest: +ELLIPSIS
         ...     bar.update(i + 1, values=[("loss", 1.0 / (i + 1))])
+        3/3 - 0s - ...s/step - loss: 0.3333
     """
 
     def __init__(

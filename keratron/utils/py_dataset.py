@@ -123,8 +123,13 @@ def iterate_epoch(dataset: PyDataset, shuffle: bool = False, seed=None):
         seed: optional int seed for that order.
 
     Example:
-        >>> for batch in keratron.utils.py_dataset.iterate_epoch(ds):
-        ...     pass
+        >>> class Squares(keratron.utils.PyDataset):
+        ...     def __len__(self):
+        ...         return 3
+        ...     def __getitem__(self, index):
+        ...         return np.full((2,), index**2)
+        >>> [batch.tolist() for batch in keratron.utils.py_dataset.iterate_epoch(Squares())]
+        [[0, 0], [1, 1], [4, 4]]
     """
     if not isinstance(dataset, PyDataset):
         raise TypeError(f"iterate_epoch: expected a PyDataset. Received: {type(dataset).__name__}")

@@ -100,8 +100,13 @@ def matched_to_free_cores():
     the caller's count is restored after. Does nothing when `config.adapt_threads()` is off.
 
     Example:
+        >>> import torch
+        >>> from keratron.utils.threads import matched_to_free_cores
+        >>> before = torch.get_num_threads()
         >>> with matched_to_free_cores():
-        ...     model.fit(x, y, verbose=0)
+        ...     inside = torch.get_num_threads()
+        >>> inside <= before, torch.get_num_threads() == before
+        (True, True)
     """
     if not config.adapt_threads():
         yield

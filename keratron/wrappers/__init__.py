@@ -6,7 +6,13 @@ with keratron.
 
 Example:
     >>> from keratron.wrappers import SKLearnRegressor
+    >>> def build_model(X, y):
+    ...     model = keratron.Sequential([keratron.Input((X.shape[1],)), keratron.layers.Dense(1)])
+    ...     model.compile(loss="mse", optimizer="adam")
+    ...     return model
     >>> reg = SKLearnRegressor(model=build_model, fit_kwargs={"epochs": 5, "verbose": 0})
+    >>> len(reg.fit(np.ones((8, 3)), np.zeros(8)).history_.history["loss"])
+    5
 """
 
 import importlib

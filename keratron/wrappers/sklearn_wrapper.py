@@ -276,12 +276,21 @@ class SKLearnClassifier(ClassifierMixin, SKLBase):
     Example:
         >>> def build(X, y):
         ...     inputs = keratron.Input((X.shape[1],))
-        ...     outputs = keratron.layers.Dense(y.shape[1], activation="softmax")(inputs)
+        ...     outputs = keratron.layers.Dense(
+        ...         y.shape[1], activation="softmax", kernel_initializer="zeros")(inputs)
         ...     model = keratron.Model(inputs, outputs)
-        ...     model.compile(loss="categorical_crossentropy", optimizer="adam")
+        ...     model.compile(
+        ...         loss="categorical_crossentropy", optimizer=keratron.optimizers.Adam(0.1))
         ...     return model
-        >>> clf = keratron.wrappers.SKLearnClassifier(build, fit_kwargs={"verbose": 0})
+        >>> X, y = np.array([[-2.0], [-1.0], [1.0], [2.0]]), np.array([0, 0, 1, 1])
+        >>> clf = keratron.wrappers.SKLearnClassifier(
+        ...     build, fit_kwargs={"epochs": 20, "verbose": 0})
+        >>> keratron.config.disable_interactive_logging()  # no progress bars from `predict`
         >>> clf.fit(X, y).score(X, y)
+        1.0
+        >>> clf.predict(X)
+        array([0, 0, 1, 1])
+        >>> keratron.config.enable_interactive_logging()
     """
 
     def decision_function(self, X):
@@ -340,8 +349,12 @@ class SKLearnRegressor(RegressorMixin, SKLBase):
         ...                                  keratron.layers.Dense(1)])
         ...     model.compile(loss="mse", optimizer="adam")
         ...     return model
+        >>> X, y = np.ones((8, 3)), np.zeros(8)
         >>> reg = keratron.wrappers.SKLearnRegressor(build, fit_kwargs={"verbose": 0})
+        >>> keratron.config.disable_interactive_logging()  # no progress bars from `predict`
         >>> reg.fit(X, y).predict(X).shape
+        (8,)
+        >>> keratron.config.enable_interactive_logging()
     """
 
     def _more_tags(self):
@@ -370,8 +383,22 @@ class SKLearnTransformer(TransformerMixin, SKLBase):
         history_: the `History` of the last `model.fit`.
 
     Example:
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from sklearn.pipeline import make_pipeline
+        >>> def build(X, y):
+        ...     dense = keratron.layers.Dense(2, kernel_initializer="ones")
+        ...     model = keratron.Sequential([keratron.Input((X.shape[1],)), dense])
+        ...     model.compile(loss="mse", optimizer="adam")
+        ...     return model
+        >>> X, y = np.array([[-2.0], [-1.0], [1.0], [2.0]]), np.array([0, 0, 1, 1])
         >>> embed = keratron.wrappers.SKLearnTransformer(build, fit_kwargs={"verbose": 0})
-        >>> pipe = sklearn.pipeline.make_pipeline(embed, LogisticRegression())
+        >>> pipe = make_pipeline(embed, LogisticRegression())
+        >>> keratron.config.disable_interactive_logging()  # no progress bars from `predict`
+        >>> embed.fit(X, y).transform(X).shape
+        (4, 2)
+        >>> pipe.fit(X, y).predict(X)
+        array([0, 0, 1, 1])
+        >>> keratron.config.enable_interactive_logging()
     """
 
     def transform(self, X):

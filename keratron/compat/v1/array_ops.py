@@ -41,7 +41,10 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """`tf.constant`: a `Const` op holding `value` (broadcast to `shape` if given).
 
     Example:
-        >>> tf.constant([[3.0, 3.0]]).shape.as_list()
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default():
+        ...     c = tf.constant([[3.0, 3.0]])
+        >>> c.shape.as_list()
         [1, 2]
     """
     arr = _np_value(value, dtype)

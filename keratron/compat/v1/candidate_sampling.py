@@ -208,8 +208,12 @@ def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, r
         num_true], sampled_expected_count float32 [num_sampled])`.
 
     Example:
-        >>> labels = tf.constant([[3]], tf.int64)
-        >>> s, t, e = tf.nn.log_uniform_candidate_sampler(labels, 1, 5, True, 100)
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     labels = tf.constant([[3]], tf.int64)
+        ...     s, t, e = tf.nn.log_uniform_candidate_sampler(labels, 1, 5, True, 100, seed=1)
+        ...     print(sess.run(s))
+        [12 42 19 75  0]
     """
     chunk, prob = log_uniform_distribution(range_max)
     return _candidate_sampler("log_uniform", true_classes, num_true, num_sampled, unique,
@@ -295,7 +299,13 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
         float32 [batch]: each example's loss.
 
     Example:
-        >>> loss = tf.reduce_mean(tf.nn.nce_loss(w, b, labels, embed, 64, vocabulary_size))
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     tf.set_random_seed(1)
+        ...     w, b, x = tf.zeros([10, 4]), tf.zeros([10]), tf.ones([2, 4])
+        ...     loss = tf.nn.nce_loss(w, b, [[1], [2]], x, num_sampled=3, num_classes=10)
+        ...     print(sess.run(loss).round(3))
+        [4.351 4.248]
     """
     ins, compute = _sampled_logits("nce_loss", weights, biases, labels, inputs, num_sampled,
                                    num_classes, num_true, sampled_values,

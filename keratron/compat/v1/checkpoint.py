@@ -218,9 +218,16 @@ class Checkpoint:
     """`tf.train.Checkpoint(**objects)`: saves and restores the variables of `objects`.
 
     Example:
-        >>> ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
-        >>> path = ckpt.save("/tmp/run/ckpt")
-        >>> ckpt.restore(path).assert_consumed()
+        >>> import os, tempfile
+        >>> import keratron
+        >>> import keratron.compat.v1 as tf
+        >>> v = keratron.Variable(1.0)
+        >>> ckpt = tf.train.Checkpoint(v=v)
+        >>> path = ckpt.save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+        >>> _ = v.assign(5.0)
+        >>> _ = ckpt.restore(path).assert_consumed()
+        >>> float(v)
+        1.0
     """
 
     def __init__(self, root=None, **kwargs):
@@ -314,10 +321,15 @@ class CheckpointManager:
     (`<directory>/<checkpoint_name>-<n>`), with TF's `checkpoint` index.
 
     Example:
-        >>> manager = tf.train.CheckpointManager(ckpt, "/tmp/run", max_to_keep=3)
-        >>> manager.save()
-        '/tmp/run/ckpt-1'
-        >>> ckpt.restore(manager.latest_checkpoint)
+        >>> import os, tempfile
+        >>> import keratron
+        >>> import keratron.compat.v1 as tf
+        >>> ckpt = tf.train.Checkpoint(v=keratron.Variable(1.0))
+        >>> manager = tf.train.CheckpointManager(ckpt, tempfile.mkdtemp(), max_to_keep=3)
+        >>> path = manager.save()
+        >>> os.path.basename(path), manager.latest_checkpoint == path
+        ('ckpt-1', True)
+        >>> _ = ckpt.restore(manager.latest_checkpoint).assert_consumed()
     """
 
     def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,

@@ -37,9 +37,11 @@ class Dataset:
     """A `keratron.data.Dataset` with TensorFlow 1's iterator methods.
 
     Example:
-        >>> ds = tf.data.Dataset.from_tensor_slices(np.arange(3)).batch(2)
-        >>> nxt = ds.make_one_shot_iterator().get_next()
-        >>> with tf.Session() as sess:
+        >>> import numpy as np
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     ds = tf.data.Dataset.from_tensor_slices(np.arange(3)).batch(2)
+        ...     nxt = ds.make_one_shot_iterator().get_next()
         ...     print(sess.run(nxt), sess.run(nxt))
         [0 1] [2]
     """

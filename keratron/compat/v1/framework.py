@@ -368,11 +368,12 @@ class Graph:
     """A TF1 dataflow graph: operations in creation order, names, scopes and collections.
 
     Example:
+        >>> import keratron.compat.v1 as tf
         >>> g = tf.Graph()
         >>> with g.as_default():
         ...     c = tf.constant(30.0)
-        >>> c.graph is g
-        True
+        >>> c.graph is g, tf.get_default_graph() is g
+        (True, False)
     """
 
     def __init__(self):

@@ -34,9 +34,11 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     not connected to `ys`).
 
     Example:
-        >>> x = tf.placeholder(tf.float32)
-        >>> (dx,) = tf.gradients(x * x, [x])
-        >>> tf.Session().run(dx, {x: 3.0})
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     x = tf.placeholder(tf.float32)
+        ...     (dx,) = tf.gradients(x * x, [x])
+        ...     print(sess.run(dx, {x: 3.0}))
         6.0
     """
     if stop_gradients:

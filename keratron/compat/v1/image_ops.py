@@ -5,8 +5,10 @@ run (seeded by the graph seed and `seed`, as `tf.random_uniform`); a batch is di
 by image, as TF does.
 
 Example:
-    >>> img = tf.constant(np.arange(12.0).reshape(2, 2, 3), tf.float32)
-    >>> with tf.Session() as sess:
+    >>> import numpy as np
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default(), tf.Session() as sess:
+    ...     img = tf.constant(np.arange(12.0).reshape(2, 2, 3), tf.float32)
     ...     print(sess.run(tf.image.per_image_standardization(img)).std().round(3))
     1.0
 """

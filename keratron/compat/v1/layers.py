@@ -9,9 +9,11 @@ layer's computation is one graph op whose lowering is the keratron op the Keras 
 gradients and kernels are keratron's.
 
 Example:
-    >>> x = tf.placeholder(tf.float32, [None, 4])
-    >>> y = tf.layers.dense(x, 3, activation=tf.nn.relu)
-    >>> [v.name for v in tf.trainable_variables()]
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.placeholder(tf.float32, [None, 4])
+    ...     y = tf.layers.dense(x, 3, activation=tf.nn.relu)
+    ...     print([v.name for v in tf.trainable_variables()])
     ['dense/kernel:0', 'dense/bias:0']
 """
 

@@ -8,10 +8,11 @@ number of non-zero weights (0 where there are none). The result is added to
 regularization losses.
 
 Example:
-    >>> loss = tf.losses.mean_squared_error([[1.0], [2.0]], [[1.5], [2.0]])
-    >>> with tf.Session() as sess:
-    ...     print(sess.run(loss))
-    0.125
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default(), tf.Session() as sess:
+    ...     loss = tf.losses.mean_squared_error([[1.0], [2.0]], [[1.5], [2.0]])
+    ...     print(sess.run(loss), len(tf.losses.get_losses()))
+    0.125 1
 """
 
 from __future__ import annotations

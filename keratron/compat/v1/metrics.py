@@ -6,8 +6,9 @@ named `<metric>/total:0`, `<metric>/count:0`, ...), so a program runs
 adds one batch and returns the metric after it; `value` reads the metric without updating.
 
 Example:
-    >>> acc, update = tf.metrics.accuracy([1, 0, 1], [1, 1, 1])
-    >>> with tf.Session() as sess:
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default(), tf.Session() as sess:
+    ...     acc, update = tf.metrics.accuracy([1, 0, 1], [1, 1, 1])
     ...     sess.run(tf.local_variables_initializer())
     ...     print(round(float(sess.run(update)), 4))
     0.6667

@@ -7,12 +7,13 @@ receives their values and may `request_stop()`. An `OutOfRangeError` from `run` 
 queue or dataset) stops the session; leaving the `with` block then raises nothing, as in TF.
 
 Example:
-    >>> step = tf.train.get_or_create_global_step()
-    >>> train_op = tf.assign_add(step, 1)
-    >>> hooks = [tf.train.StopAtStepHook(last_step=3)]
-    >>> with tf.train.MonitoredTrainingSession(hooks=hooks) as sess:
-    ...     while not sess.should_stop():
-    ...         n = sess.run(train_op)
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default():
+    ...     train_op = tf.assign_add(tf.train.get_or_create_global_step(), 1)
+    ...     hooks = [tf.train.StopAtStepHook(last_step=3)]
+    ...     with tf.train.MonitoredTrainingSession(hooks=hooks) as sess:
+    ...         while not sess.should_stop():
+    ...             n = sess.run(train_op)
     >>> int(n)
     3
 """

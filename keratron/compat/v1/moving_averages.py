@@ -2,10 +2,11 @@
 tensors, `shadow -= (1 - decay) * (shadow - value)` each time the `apply` op runs.
 
 Example:
-    >>> v = tf.Variable(10.0)
-    >>> ema = tf.train.ExponentialMovingAverage(0.5)
-    >>> update = ema.apply([v])
-    >>> with tf.Session() as sess:
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default(), tf.Session() as sess:
+    ...     v = tf.Variable(10.0)
+    ...     ema = tf.train.ExponentialMovingAverage(0.5)
+    ...     update = ema.apply([v])
     ...     sess.run(tf.global_variables_initializer())
     ...     _ = sess.run(tf.assign(v, 20.0))
     ...     sess.run(update)

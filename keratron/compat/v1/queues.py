@@ -14,10 +14,11 @@ which closes the queue) or the `Coordinator` asks them to stop; a dequeue from a
 with too few elements raises `tf.errors.OutOfRangeError`, the end of input.
 
 Example:
-    >>> q = tf.FIFOQueue(3, tf.float32)
-    >>> init = q.enqueue_many(([1.0, 2.0, 3.0],))
-    >>> x = q.dequeue()
-    >>> with tf.Session() as sess:
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default(), tf.Session() as sess:
+    ...     q = tf.FIFOQueue(3, tf.float32)
+    ...     init = q.enqueue_many(([1.0, 2.0, 3.0],))
+    ...     x = q.dequeue()
     ...     sess.run(init)
     ...     print(sess.run(x), sess.run(x))
     1.0 2.0
@@ -821,6 +822,7 @@ class Coordinator:
     ended it), `join` waits for all and re-raises that exception.
 
     Example:
+        >>> import keratron.compat.v1 as tf
         >>> coord = tf.train.Coordinator()
         >>> coord.request_stop()
         >>> coord.should_stop()

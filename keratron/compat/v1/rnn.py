@@ -235,10 +235,12 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             nor `dtype` is given.
 
     Example:
-        >>> x = tf.placeholder(tf.float32, [None, 5, 3])
-        >>> out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)
-        >>> out.shape.as_list()
-        [None, 5, 4]
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default():
+        ...     x = tf.placeholder(tf.float32, [None, 5, 3])
+        ...     out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)
+        >>> out.shape.as_list(), state.shape.as_list()
+        ([None, 5, 4], [None, 4])
     """
     return _dynamic(cell, inputs, sequence_length, initial_state, dtype, time_major, scope,
                     reverse=False, who="dynamic_rnn")  # fmt: skip
@@ -299,10 +301,13 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
     `(outputs, final_state)`, variables as `dynamic_rnn` names them.
 
     Example:
-        >>> xs = [tf.placeholder(tf.float32, [2, 3]) for _ in range(4)]
-        >>> outs, state = tf.nn.static_rnn(tf.nn.rnn_cell.BasicRNNCell(5), xs, dtype=tf.float32)
-        >>> len(outs)
-        4
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default():
+        ...     xs = [tf.placeholder(tf.float32, [2, 3]) for _ in range(4)]
+        ...     cell = tf.nn.rnn_cell.BasicRNNCell(5)
+        ...     outs, state = tf.nn.static_rnn(cell, xs, dtype=tf.float32)
+        >>> len(outs), outs[-1].shape.as_list()
+        (4, [2, 5])
     """
     _check_cell(cell, "static_rnn")
     _check_state_dtype(initial_state, dtype, "static_rnn")

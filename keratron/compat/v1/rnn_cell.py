@@ -8,10 +8,12 @@ direct call `cell(x, state)` adds one op that lowers it, and `tf.nn.dynamic_rnn`
 that lowers it once per time step (see rnn.py).
 
 Example:
-    >>> cell = tf.nn.rnn_cell.BasicLSTMCell(4)
-    >>> x = tf.placeholder(tf.float32, [2, 3])
-    >>> out, state = cell(x, cell.zero_state(2, tf.float32))
-    >>> [v.name for v in tf.global_variables()]
+    >>> import keratron.compat.v1 as tf
+    >>> with tf.Graph().as_default():
+    ...     cell = tf.nn.rnn_cell.BasicLSTMCell(4)
+    ...     x = tf.placeholder(tf.float32, [2, 3])
+    ...     out, state = cell(x, cell.zero_state(2, tf.float32))
+    ...     print([v.name for v in tf.global_variables()])
     ['basic_lstm_cell/kernel:0', 'basic_lstm_cell/bias:0']
 """
 
@@ -452,8 +454,17 @@ class MultiRNNCell(RNNCell):
     """Cells stacked: cell i reads cell i-1's output; variables under `cell_<i>/`.
 
     Example:
-        >>> cells = [tf.nn.rnn_cell.BasicLSTMCell(8) for _ in range(2)]
-        >>> stack = tf.nn.rnn_cell.MultiRNNCell(cells)
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default():
+        ...     cells = [tf.nn.rnn_cell.BasicLSTMCell(8) for _ in range(2)]
+        ...     stack = tf.nn.rnn_cell.MultiRNNCell(cells)
+        ...     out, state = stack(tf.zeros([2, 3]), stack.zero_state(2, tf.float32))
+        ...     for v in tf.global_variables():
+        ...         print(v.name)
+        multi_rnn_cell/cell_0/basic_lstm_cell/kernel:0
+        multi_rnn_cell/cell_0/basic_lstm_cell/bias:0
+        multi_rnn_cell/cell_1/basic_lstm_cell/kernel:0
+        multi_rnn_cell/cell_1/basic_lstm_cell/bias:0
     """
 
     def __init__(self, cells, state_is_tuple=True):

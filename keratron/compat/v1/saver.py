@@ -61,10 +61,15 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None) -> str | None:
     """The prefix of the newest checkpoint in `checkpoint_dir`, or None.
 
     Example:
-        >>> saver.save(sess, "/tmp/run/model.ckpt", global_step=10)
-        '/tmp/run/model.ckpt-10'
-        >>> tf.train.latest_checkpoint("/tmp/run")
-        '/tmp/run/model.ckpt-10'
+        >>> import os, tempfile
+        >>> import keratron.compat.v1 as tf
+        >>> d = tempfile.mkdtemp()
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     saver = tf.train.Saver([tf.Variable(1.0)])
+        ...     sess.run(tf.global_variables_initializer())
+        ...     path = saver.save(sess, os.path.join(d, "model.ckpt"), global_step=10)
+        >>> tf.train.latest_checkpoint(d) == path, os.path.basename(path)
+        (True, 'model.ckpt-10')
     """
     _check_index_name(latest_filename)
     return ckpt.latest_checkpoint(checkpoint_dir)
@@ -199,9 +204,20 @@ class Saver:
         max_to_keep: how many recent checkpoints this saver keeps (None or 0: all).
 
     Example:
-        >>> saver = tf.train.Saver({"my_v2": v2}, max_to_keep=2)
-        >>> path = saver.save(sess, "/tmp/run/model.ckpt", global_step=100)
-        >>> saver.restore(sess, path)
+        >>> import os, tempfile
+        >>> import keratron.compat.v1 as tf
+        >>> prefix = os.path.join(tempfile.mkdtemp(), "model.ckpt")
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     v = tf.Variable(1.0)
+        ...     saver = tf.train.Saver({"my_v": v}, max_to_keep=2)
+        ...     sess.run(tf.global_variables_initializer())
+        ...     path = saver.save(sess, prefix, global_step=100)
+        ...     _ = sess.run(tf.assign(v, 5.0))
+        ...     saver.restore(sess, path)
+        ...     print(os.path.basename(path), sess.run(v))
+        model.ckpt-100 1.0
+        >>> tf.train.list_variables(path)
+        [('my_v', [])]
     """
 
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,

@@ -155,9 +155,13 @@ class Session:
     """A TF1 session: runs fetches of `graph` (the default graph) with feeds.
 
     Example:
-        >>> a = tf.placeholder(tf.float32)
-        >>> with tf.Session() as sess:
-        ...     print(sess.run(a * 2.0, feed_dict={a: 3.0}))
+        >>> import keratron.compat.v1 as tf
+        >>> g = tf.Graph()
+        >>> with g.as_default():
+        ...     a = tf.placeholder(tf.float32)
+        ...     b = a * 2.0
+        >>> with tf.Session(graph=g) as sess:
+        ...     print(sess.run(b, feed_dict={a: 3.0}))
         6.0
     """
 

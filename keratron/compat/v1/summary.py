@@ -147,9 +147,16 @@ class FileWriter:
     """Writes `Summary` protos (as `Session.run` returns them) to an event file in `logdir`.
 
     Example:
-        >>> writer = tf.summary.FileWriter("/tmp/logs", sess.graph)
-        >>> writer.add_summary(sess.run(merged), global_step=step)
-        >>> writer.close()
+        >>> import os, tempfile
+        >>> import keratron.compat.v1 as tf
+        >>> logdir = tempfile.mkdtemp()
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     merged = tf.summary.scalar("loss", tf.constant(0.5))
+        ...     writer = tf.summary.FileWriter(logdir, sess.graph)
+        ...     writer.add_summary(sess.run(merged), global_step=1)
+        ...     writer.close()
+        >>> [name.startswith("events.out.tfevents.") for name in os.listdir(logdir)]
+        [True]
     """
 
     def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,

@@ -1,8 +1,15 @@
 """`tf.logging`: TensorFlow 1's logging functions over Python's `logging` ("tensorflow" logger).
 
 Example:
+    >>> import logging
+    >>> import keratron.compat.v1 as tf
+    >>> logger = logging.getLogger("tensorflow")
+    >>> previous = logger.level
     >>> tf.logging.set_verbosity(tf.logging.INFO)
     >>> tf.logging.info("step %d", 10)
+    >>> logger.level == tf.logging.get_verbosity() == logging.INFO
+    True
+    >>> logger.setLevel(previous)
 """
 
 from __future__ import annotations

@@ -13,12 +13,17 @@ keratron has no string tensors: eagerly, records are Python `bytes`, and bytes f
 come back as numpy object arrays of `bytes` (a `SparseTensor`'s `values` too).
 
 Example:
-    >>> with tf.io.TFRecordWriter("data.tfrecord") as w:
+    >>> import os, tempfile
+    >>> import keratron.compat.v1 as tf
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.tfrecord")
+    >>> with tf.io.TFRecordWriter(path) as w:
     ...     w.write(tf.train.Example(features=tf.train.Features(feature={
     ...         "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 2.0]))
     ...     })).SerializeToString())
-    >>> ds = tf.data.TFRecordDataset("data.tfrecord").map(
-    ...     lambda r: tf.io.parse_single_example(r, {"x": tf.io.FixedLenFeature([2], tf.float32)}))
+    >>> spec = {"x": tf.io.FixedLenFeature([2], tf.float32)}
+    >>> ds = tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, spec))
+    >>> list(ds.as_numpy_iterator())
+    [{'x': array([1., 2.], dtype=float32)}]
 """
 
 from __future__ import annotations
@@ -149,8 +154,13 @@ class TFRecordWriter:
         tf.errors.NotFoundError: if the file cannot be created.
 
     Example:
-        >>> with tf.io.TFRecordWriter("out.tfrecord", "GZIP") as writer:
+        >>> import os, tempfile
+        >>> import keratron.compat.v1 as tf
+        >>> path = os.path.join(tempfile.mkdtemp(), "out.tfrecord")
+        >>> with tf.io.TFRecordWriter(path, "GZIP") as writer:
         ...     writer.write(b"record")
+        >>> list(tf.io.tf_record_iterator(path, "GZIP"))
+        [b'record']
     """
 
     def __init__(self, path, options=None):
@@ -570,6 +580,7 @@ def parse_single_example(serialized, features, name=None, example_names=None) ->
     their `shape`, `VarLenFeature`s as 1-D `SparseTensor`s.
 
     Example:
+        >>> import keratron.compat.v1 as tf
         >>> feature = tf.train.Feature(int64_list=tf.train.Int64List(value=[3]))
         >>> ex = tf.train.Example(features=tf.train.Features(feature={"n": feature}))
         >>> spec = {"n": tf.io.FixedLenFeature([], tf.int64)}

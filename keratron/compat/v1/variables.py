@@ -32,12 +32,13 @@ class Variable:
     """`tf.Variable` (TF1's reference variable).
 
     Example:
-        >>> state = tf.Variable(0, name="counter")
-        >>> update = tf.assign(state, state + 1)
-        >>> with tf.Session() as sess:
+        >>> import keratron.compat.v1 as tf
+        >>> with tf.Graph().as_default(), tf.Session() as sess:
+        ...     state = tf.Variable(0, name="counter")
+        ...     update = tf.assign(state, state + 1)
         ...     sess.run(tf.global_variables_initializer())
-        ...     print(sess.run(update))
-        1
+        ...     print(state.name, sess.run(update), sess.run(update))
+        counter:0 1 2
     """
 
     def __init__(self, initial_value=None, trainable=True, collections=None,

@@ -59,8 +59,11 @@ def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, r
     sampled_expected_count)` as `tf.compat.v1`'s sampler does.
 
     Example:
+        >>> import keratron.compat.v2 as tf
         >>> s, t, e = tf.random.log_uniform_candidate_sampler(
         ...     tf.constant([[3]], tf.int64), 1, 5, True, 100)
+        >>> s.shape, t.shape, e.shape, len(set(s.numpy().tolist()))
+        ((5,), (1, 1), (5,), 5)
     """
     return _sample("log_uniform_candidate_sampler", cs.log_uniform_distribution, true_classes,
                    num_true, num_sampled, unique, range_max, seed)  # fmt: skip

@@ -80,6 +80,7 @@ def function(
     `autograph=False` makes value-dependent Python control flow raise, as in TF.
 
     Example:
+        >>> import keratron.compat.v2 as tf
         >>> @tf.function
         ... def f(x):
         ...     return x * x if x > 0 else -x
@@ -111,10 +112,16 @@ def custom_gradient(f=None):
     `grad_fn(*dys)`, one per positional argument of `f` (None for no gradient).
 
     Example:
+        >>> import keratron.compat.v2 as tf
         >>> @tf.custom_gradient
         ... def log1pexp(x):
         ...     e = tf.exp(x)
         ...     return tf.math.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+        >>> x = tf.Variable(100.0)
+        >>> with tf.GradientTape() as tape:
+        ...     y = log1pexp(x)
+        >>> float(tape.gradient(y, x))
+        1.0
     """
     if f is None:
         return custom_gradient

@@ -58,6 +58,7 @@ class Module:
     subclass need not call `super().__init__()` for them), in TensorFlow's order.
 
     Example:
+        >>> import keratron.compat.v2 as tf
         >>> class Dense(tf.Module):
         ...     def __init__(self):
         ...         super().__init__()

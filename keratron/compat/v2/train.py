@@ -12,9 +12,18 @@ eagerly), and a variable reachable from two attributes (`listed=[v]`, `mapped={"
 saved under each, so that a restore through either path finds it.
 
 Example:
-    >>> ckpt = tf.train.Checkpoint(model=model, iterator=iter(dataset))
-    >>> manager = tf.train.CheckpointManager(ckpt, "/tmp/run", max_to_keep=2)
-    >>> ckpt.restore(manager.latest_checkpoint)
+    >>> import tempfile
+    >>> import keratron.compat.v2 as tf
+    >>> x = tf.ones([1, 3])
+    >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+    >>> y = model(x)
+    >>> manager = tf.train.CheckpointManager(
+    ...     tf.train.Checkpoint(model=model), tempfile.mkdtemp(), max_to_keep=2)
+    >>> path = manager.save()
+    >>> fresh = tf.keras.Sequential([tf.keras.layers.Dense(2)])  # no variables yet
+    >>> _ = tf.train.Checkpoint(model=fresh).restore(manager.latest_checkpoint)
+    >>> bool(tf.reduce_all(fresh(x) == y))
+    True
 """
 
 from __future__ import annotations
@@ -77,8 +86,16 @@ class Checkpoint(_v1.Checkpoint):
     Checkpoints, dicts and lists of them, and dataset iterators.
 
     Example:
-        >>> ckpt = tf.train.Checkpoint(step=tf.Variable(1), iterator=iter(dataset))
-        >>> ckpt.restore(ckpt.save("/tmp/run/ckpt")).assert_consumed()
+        >>> import os, tempfile
+        >>> import keratron.compat.v2 as tf
+        >>> it = iter(tf.data.Dataset.range(5))
+        >>> ckpt = tf.train.Checkpoint(step=tf.Variable(1), iterator=it)
+        >>> path = ckpt.save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+        >>> int(next(it)), int(next(it))
+        (0, 1)
+        >>> _ = ckpt.restore(path).assert_consumed()
+        >>> int(next(it))
+        0
     """
 
     def _variables(self) -> dict:

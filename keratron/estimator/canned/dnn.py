@@ -154,10 +154,14 @@ class DNNClassifier(_DNN):
         batch_norm: batch normalization after each hidden layer.
 
     Example:
+        >>> import tempfile
         >>> cols = [keratron.feature_column.numeric_column(k) for k in ["a", "b"]]
         >>> clf = keratron.estimator.DNNClassifier(hidden_units=[10, 10], feature_columns=cols,
-        ...                                        n_classes=3)
-        >>> clf.train(input_fn, steps=1000)
+        ...                                        n_classes=3, model_dir=tempfile.mkdtemp())
+        >>> features = {"a": np.array([[0.0], [1.0], [2.0]]), "b": np.array([[1.0], [0.0], [1.0]])}
+        >>> _ = clf.train(lambda: (features, np.array([[0], [1], [2]])), steps=2)
+        >>> next(clf.predict(lambda: features))["probabilities"].shape
+        (3,)
     """
 
     def __init__(
@@ -208,7 +212,14 @@ class DNNRegressor(_DNN):
         label_dimension: the number of regression targets per example.
 
     Example:
-        >>> reg = keratron.estimator.DNNRegressor(hidden_units=[16], feature_columns=cols)
+        >>> import tempfile
+        >>> cols = [keratron.feature_column.numeric_column("x", shape=(3,))]
+        >>> reg = keratron.estimator.DNNRegressor(hidden_units=[16], feature_columns=cols,
+        ...                                       model_dir=tempfile.mkdtemp())
+        >>> features, labels = {"x": np.ones((4, 3))}, np.ones((4, 1))
+        >>> _ = reg.train(lambda: (features, labels), steps=2)
+        >>> sorted(reg.evaluate(lambda: (features, labels)))
+        ['average_loss', 'global_step', 'label/mean', 'loss', 'prediction/mean']
     """
 
     def __init__(

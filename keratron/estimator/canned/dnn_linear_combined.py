@@ -119,8 +119,16 @@ class DNNLinearCombinedClassifier(_Combined):
         linear_sparse_combiner: "sum", "mean" or "sqrtn".
 
     Example:
+        >>> import tempfile
+        >>> wide = [keratron.feature_column.categorical_column_with_identity("id", num_buckets=3)]
+        >>> deep = [keratron.feature_column.numeric_column("x")]
         >>> est = keratron.estimator.DNNLinearCombinedClassifier(
-        ...     linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[32])
+        ...     linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[32],
+        ...     model_dir=tempfile.mkdtemp())
+        >>> features = {"id": np.array([[0], [2]]), "x": np.array([[0.5], [-0.5]])}
+        >>> _ = est.train(lambda: (features, np.array([[0], [1]])), steps=2)
+        >>> next(est.predict(lambda: features))["probabilities"].shape
+        (2,)
     """
 
     def __init__(
@@ -174,8 +182,16 @@ class DNNLinearCombinedRegressor(_Combined):
     `DNNLinearCombinedClassifier`.
 
     Example:
+        >>> import tempfile
+        >>> wide = [keratron.feature_column.categorical_column_with_identity("id", num_buckets=3)]
+        >>> deep = [keratron.feature_column.numeric_column("x")]
         >>> est = keratron.estimator.DNNLinearCombinedRegressor(
-        ...     linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[32])
+        ...     linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[32],
+        ...     model_dir=tempfile.mkdtemp())
+        >>> features = {"id": np.array([[0], [2]]), "x": np.array([[0.5], [-0.5]])}
+        >>> _ = est.train(lambda: (features, np.array([[1.0], [-1.0]])), steps=2)
+        >>> next(est.predict(lambda: features))["predictions"].shape
+        (1,)
     """
 
     def __init__(

@@ -143,7 +143,13 @@ class LinearClassifier(_Linear):
         sparse_combiner: how several ids of one example combine: "sum", "mean", "sqrtn".
 
     Example:
-        >>> clf = keratron.estimator.LinearClassifier(feature_columns=cols)
+        >>> import tempfile
+        >>> cols = [keratron.feature_column.numeric_column("x")]
+        >>> clf = keratron.estimator.LinearClassifier(cols, model_dir=tempfile.mkdtemp())
+        >>> features, labels = {"x": np.array([[-1.0], [1.0]])}, np.array([[0], [1]])
+        >>> _ = clf.train(lambda: (features, labels), steps=5)
+        >>> [int(p["class_ids"][0]) for p in clf.predict(lambda: features)]
+        [0, 1]
     """
 
     def __init__(
@@ -185,7 +191,13 @@ class LinearRegressor(_Linear):
     squared error; see `LinearClassifier` for the shared arguments.
 
     Example:
-        >>> reg = keratron.estimator.LinearRegressor(feature_columns=cols)
+        >>> import tempfile
+        >>> cols = [keratron.feature_column.numeric_column("x")]
+        >>> reg = keratron.estimator.LinearRegressor(cols, model_dir=tempfile.mkdtemp())
+        >>> features, labels = {"x": np.array([[1.0], [2.0]])}, np.array([[2.0], [4.0]])
+        >>> _ = reg.train(lambda: (features, labels), steps=5)
+        >>> [round(float(p["predictions"][0]), 2) for p in reg.predict(lambda: features)]
+        [1.15, 1.72]
     """
 
     def __init__(

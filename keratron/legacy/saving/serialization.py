@@ -117,9 +117,10 @@ def deserialize_keras_object(
 
     Example:
         >>> config = {"class_name": "L2", "config": {"l2": 0.1}}
-        >>> keratron.legacy.saving.deserialize_keras_object(
+        >>> reg = keratron.legacy.saving.deserialize_keras_object(
         ...     config, module_objects={"L2": keratron.regularizers.L2})
-        <keratron.regularizers.L2 object at ...>
+        >>> type(reg).__name__, round(float(reg.l2), 4)
+        ('L2', 0.1)
     """
     if identifier is None:
         return None
