@@ -20,6 +20,7 @@ import numpy as np
 
 from keratron.callbacks.callback import Callback
 from keratron.callbacks.monitor_callback import to_float
+from keratron.utils.event_file import EventFile
 
 __all__ = ["TensorBoard"]
 
@@ -32,7 +33,6 @@ def _import_tensorboard():
         from tensorboard.plugins.image import metadata as image_metadata
         from tensorboard.plugins.projector import projector_config_pb2
         from tensorboard.plugins.scalar import summary_v2 as scalar_summary
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
         from tensorboard.util import tensor_util
     except ImportError as e:
         raise ImportError(
@@ -48,7 +48,6 @@ def _import_tensorboard():
         scalar_pb=scalar_summary.scalar_pb,
         image_metadata=image_metadata,
         projector_config_pb2=projector_config_pb2,
-        EventFileWriter=EventFileWriter,
         tensor_util=tensor_util,
     )
 
@@ -78,9 +77,8 @@ class _EventWriter:
     """One event file in one directory (a TensorBoard "run")."""
 
     def __init__(self, tb, logdir):
-        os.makedirs(logdir, exist_ok=True)
         self._tb = tb
-        self._writer = tb.EventFileWriter(logdir, filename_suffix=".v2")
+        self._writer = EventFile(logdir, filename_suffix=".v2")
 
     def write(self, summary, step):
         event = self._tb.event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary)
@@ -364,8 +362,11 @@ class TensorBoard(Callback):
             elapsed = max(time.time() - self._epoch_start_time, 1e-12)
             steps = to_float(self.model.optimizer.iterations) - self._previous_epoch_iterations
             train_logs["steps_per_second"] = steps / elapsed
-        for writer, values in ((self._train_writer, train_logs), (self._val_writer, val_logs)):
+        # A run's writer is opened only when it has values: without validation data there is
+        # no `validation` run (as in Keras).
+        for run, values in (("train", train_logs), ("val", val_logs)):
             if values:
+                writer = self._train_writer if run == "train" else self._val_writer
                 for name, value in values.items():
                     writer.scalar(f"epoch_{name}", value, epoch)
                 writer.flush()

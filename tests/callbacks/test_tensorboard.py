@@ -1,6 +1,8 @@
 import glob
 import json
 import os
+import struct
+import subprocess
 import sys
 import zlib
 
@@ -12,23 +14,54 @@ from tests.callbacks._helpers import StandInModel, drive, regression_data, regre
 from tests.conftest import require
 
 
+def _records(path):
+    """The records of a TFRecord file, framing and CRCs checked with tensorboard's own
+    checksum (its TensorFlow-free stub: importing TensorFlow beside torch's compiler aborts)."""
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    data = open(path, "rb").read()
+    pos = 0
+    while pos < len(data):
+        header = data[pos : pos + 8]
+        (length,) = struct.unpack("<Q", header)
+        assert struct.unpack("<I", data[pos + 8 : pos + 12])[0] == masked_crc32c(header)
+        body = data[pos + 12 : pos + 12 + length]
+        crc = data[pos + 12 + length : pos + 16 + length]
+        assert struct.unpack("<I", crc)[0] == masked_crc32c(body)
+        yield body
+        pos += 16 + length
+
+
 def _events(run_dir):
     """{tag: [(step, value, plugin name)]} over every event file of one run directory."""
     require("tensorboard")
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.compat.proto import event_pb2
     from tensorboard.util import tensor_util
 
     files = sorted(glob.glob(os.path.join(run_dir, "events.out.tfevents.*")))
     assert files, f"no event file in {run_dir}"
     out = {}
     for path in files:
-        for event in EventFileLoader(path).Load():
+        events = [event_pb2.Event.FromString(r) for r in _records(path)]
+        assert events[0].file_version == "brain.Event:2"
+        for event in events:
             for value in event.summary.value:
                 array = tensor_util.make_ndarray(value.tensor)
                 out.setdefault(value.tag, []).append(
                     (event.step, array, value.metadata.plugin_data.plugin_name)
                 )
     return out
+
+
+def test_without_validation_data_there_is_no_validation_run(tmp_path):
+    """Keras opens the validation writer only for `val_` logs: a fit without validation data
+    writes the train run alone."""
+    require("tensorboard")
+    x, y = regression_data()
+    tb = keras.callbacks.TensorBoard(log_dir=tmp_path)
+    regression_model(0.05).fit(x, y, epochs=2, batch_size=16, verbose=0, callbacks=[tb])
+    assert sorted(os.listdir(tmp_path)) == ["train"]
+    assert [s for s, _, _ in _events(tmp_path / "train")["epoch_loss"]] == [0, 1]
 
 
 def test_writes_epoch_scalars_under_train_and_validation(tmp_path):
@@ -174,3 +207,26 @@ def test_missing_tensorboard_builds_and_raises_install_hint_at_first_write(monke
     x, y = regression_data(8)
     with pytest.raises(ImportError, match="pip install tensorboard"):
         regression_model().fit(x, y, epochs=1, verbose=0, callbacks=[tensorboard])
+
+
+def test_writing_events_does_not_import_tensorflow(tmp_path):
+    """tensorboard's own EventFileWriter goes through `tf.io.gfile`, which imports TensorFlow
+    where it is installed; with Keras's torch backend that import loads torch's compiler after
+    TensorFlow's LLVM and aborts the process. The callback writes its event files itself."""
+    require("tensorboard")
+    script = (
+        "import os, sys, numpy as np, keratron\n"
+        "m = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])\n"
+        "m.compile('sgd', 'mse')\n"
+        f"tb = keratron.callbacks.TensorBoard({str(tmp_path)!r}, histogram_freq=1)\n"
+        "m.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2, validation_split=0.5, verbose=0,\n"
+        "      callbacks=[tb])\n"
+        "print(sorted(os.listdir(tb.log_dir)), 'tensorflow' in sys.modules)\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "torch"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "['train', 'validation'] False", done.stdout
+    assert [s for s, _, _ in _events(tmp_path / "train")["epoch_loss"]] == [0, 1]

@@ -10,9 +10,7 @@ TensorFlow when it is installed). Serializing needs the optional `tensorboard` p
 
 from __future__ import annotations
 
-import itertools
 import os
-import socket
 import sys
 import time
 
@@ -26,22 +24,20 @@ from keratron.compat.v1.framework import (
     make_op,
     op_scope,
 )
+from keratron.utils.event_file import EventFile
 
 __all__ = ["scalar", "histogram", "merge", "merge_all", "FileWriter", "FileWriterCache"]
-
-_file_ids = itertools.count()
 
 
 def _protos():
     try:
         from tensorboard.compat.proto import event_pb2, summary_pb2
-        from tensorboard.summary.writer.record_writer import RecordWriter
     except ImportError:
         raise ImportError(
             "tf.summary needs the optional `tensorboard` package to write summaries "
             "(pip install tensorboard)."
         ) from None
-    return event_pb2, summary_pb2, RecordWriter
+    return event_pb2, summary_pb2
 
 
 def _summary_op(op_type, name, parts_of, inputs, collections):
@@ -132,7 +128,7 @@ def _histogram(summary_pb2, values):
 
 def serialize(parts, values) -> bytes:
     """The serialized `Summary` of `parts` [(kind, tag, tensor)] given their fetched values."""
-    _, summary_pb2, _ = _protos()
+    _, summary_pb2 = _protos()
     out = []
     for (kind, tag, _), value in zip(parts, values):
         if kind == "scalar":
@@ -161,25 +157,17 @@ class FileWriter:
 
     def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
                  filename_suffix=None, session=None):  # fmt: skip
-        self._event_pb2, self._summary_pb2, record_writer = _protos()
+        self._event_pb2, self._summary_pb2 = _protos()
         self._logdir = os.fspath(logdir)
-        os.makedirs(self._logdir, exist_ok=True)
-        name = (
-            f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}."
-            f"{os.getpid()}.{next(_file_ids)}{filename_suffix or ''}"
-        )
-        self._path = os.path.join(self._logdir, name)
-        self._writer = record_writer(open(self._path, "wb"))
-        self._closed = False
-        self._write(self._event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._file = EventFile(self._logdir, filename_suffix or "")
 
     def get_logdir(self) -> str:
         return self._logdir
 
     def _write(self, event) -> None:
-        if self._closed:
+        if self._file.closed:
             raise RuntimeError(f"FileWriter for {self._logdir} is closed.")
-        self._writer.write(event.SerializeToString())
+        self._file.add_event(event)
 
     def add_event(self, event) -> None:
         self._write(event)
@@ -203,18 +191,13 @@ class FileWriter:
         self._write(event)
 
     def flush(self) -> None:
-        if not self._closed:
-            self._writer.flush()
+        self._file.flush()
 
     def close(self) -> None:
-        if not self._closed:
-            self._writer.close()
-            self._closed = True
+        self._file.close()
 
     def reopen(self) -> None:
-        if self._closed:
-            self._writer = self._writer.__class__(open(self._path, "ab"))
-            self._closed = False
+        self._file.reopen()
 
     def __enter__(self):
         return self
