@@ -293,6 +293,10 @@ def image_dataset_from_directory(
     if validation_split is None:
         return make(paths, label_ids)
     num_val = int(validation_split * len(paths))
+    if subset in ("training", "both"):
+        print_msg(f"Using {len(paths) - num_val} files for training.")
+    if subset in ("validation", "both"):
+        print_msg(f"Using {num_val} files for validation.")
     train = make(paths[: len(paths) - num_val], label_ids[: len(paths) - num_val])
     val = make(paths[len(paths) - num_val :], label_ids[len(paths) - num_val :])
     if subset == "training":

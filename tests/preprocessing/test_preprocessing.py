@@ -128,6 +128,18 @@ def _write_images(root, rng):
             Image.fromarray(pixels).save(root / cls / f"img_{i}.png")
 
 
+@pytest.mark.parametrize("subset", ["training", "validation", "both"])
+def test_image_dataset_from_directory_prints_what_keras_prints(tmp_path, subset, capsys):
+    keras = require("keras")
+    _write_images(tmp_path / "data", np.random.default_rng(2))
+    kwargs = dict(validation_split=0.3, subset=subset, seed=4, image_size=(8, 8))
+    keratron.utils.image_dataset_from_directory(str(tmp_path / "data"), **kwargs)
+    ours = capsys.readouterr().out
+    keras.utils.image_dataset_from_directory(str(tmp_path / "data"), **kwargs)
+    theirs = capsys.readouterr().out
+    assert ours == theirs and "files for" in ours, (ours, theirs)
+
+
 @pytest.mark.parametrize("label_mode", ["int", "categorical", "binary"])
 def test_image_dataset_from_directory_matches_keras(tmp_path, label_mode):
     keras = require("keras")
