@@ -7,31 +7,29 @@ lays them out. The CSV (`summaries.csv`) has one row per value: `step,tag,value,
 so runs with different metrics share one format and resumed runs append.
 
 Event files hold `Event` protos with `simple_value` scalars (what TensorFlow 1's Estimator
-wrote), framed by tensorboard's `RecordWriter` on a plain file: tensorboard's own file
-writer would import TensorFlow when it is installed.
+wrote), written by `keratron.utils.event_file` (tensorboard's own file writer would import
+TensorFlow when it is installed).
 """
 
 from __future__ import annotations
 
 import csv
-import itertools
 import os
-import socket
 import time
+
+from keratron.utils.event_file import EventFile
 
 __all__ = ["SummaryWriter", "SUMMARY_CSV"]
 
 SUMMARY_CSV = "summaries.csv"
-_file_ids = itertools.count()
 
 
 def _tensorboard():
     try:
         from tensorboard.compat.proto import event_pb2, summary_pb2
-        from tensorboard.summary.writer.record_writer import RecordWriter
     except ImportError:
         return None
-    return event_pb2, summary_pb2, RecordWriter
+    return event_pb2, summary_pb2
 
 
 class SummaryWriter:
@@ -49,14 +47,8 @@ class SummaryWriter:
         self._events = None
         tb = _tensorboard()
         if tb is not None:
-            self._event_pb2, self._summary_pb2, record_writer = tb
-            name = (
-                f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}."
-                f"{os.getpid()}.{next(_file_ids)}"
-            )
-            self._events = record_writer(open(os.path.join(logdir, name), "wb"))
-            header = self._event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
-            self._events.write(header.SerializeToString())
+            self._event_pb2, self._summary_pb2 = tb
+            self._events = EventFile(logdir)
 
     def scalars(self, step: int, values: dict) -> None:
         now = time.time()
@@ -71,7 +63,7 @@ class SummaryWriter:
                 ]
             )
             event = self._event_pb2.Event(wall_time=now, step=int(step), summary=summary)
-            self._events.write(event.SerializeToString())
+            self._events.add_event(event)
             self._events.flush()
 
     def close(self) -> None:

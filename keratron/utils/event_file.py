@@ -5,8 +5,8 @@ An event file is a sequence of `Event` protos in TFRecord framing, named
 ("brain.Event:2"). The `tensorboard` package's own `EventFileWriter` goes through
 `tf.io.gfile`, which imports TensorFlow whenever it is installed (seconds and hundreds of MB,
 and a process that also runs torch's compiler can abort on the two LLVMs); this writer uses
-only the package's protos and record framing. `keratron.callbacks.TensorBoard` and
-`keratron.compat.v1.summary.FileWriter` write through it.
+only the package's protos and record framing. `keratron.callbacks.TensorBoard`,
+`keratron.compat.v1.summary.FileWriter` and the Estimator's summaries write through it.
 """
 
 from __future__ import annotations
