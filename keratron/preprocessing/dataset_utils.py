@@ -176,8 +176,10 @@ def image_dataset_from_directory(
         ...     for i in range(5):
         ...         keratron.utils.save_img(os.path.join(tmp, name, f"{i}.png"), image)
         >>> train, val = keratron.utils.image_dataset_from_directory(
-        ...     tmp, image_size=(64, 64), validation_split=0.2, subset="both", seed=1,
-        ...     verbose=False)
+        ...     tmp, image_size=(64, 64), validation_split=0.2, subset="both", seed=1)
+        Found 10 files belonging to 2 classes.
+        Using 8 files for training.
+        Using 2 files for validation.
         >>> images, labels = next(iter(train))
         >>> train.class_names, images.shape, labels.shape
         (['cat', 'dog'], (8, 64, 64, 3), (8,))

@@ -19,8 +19,7 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
     Example:
         >>> import torch
         >>> x, k = torch.randn(1, 5, 7, 3), torch.randn(3, 3, 3, 5)
-        >>> pad = ((1, 1), (1, 1))
-        >>> conv_route(x, k, None, (1, 1), pad, (1, 1), 1, "relu").shape  # doctest: +SKIP
+        >>> conv_route(x, k, None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1, "relu").shape
         torch.Size([1, 5, 7, 5])
     """
     return load("_conv2d").conv_route(x, k, b, strides, padding, dilation, groups, activation)
@@ -33,8 +32,7 @@ def grad_input_route(g, k, input_shape, strides, padding, dilation, groups):
     Example:
         >>> import torch
         >>> g, k = torch.randn(1, 3, 4, 5), torch.randn(3, 3, 3, 5)
-        >>> pad = ((1, 1), (1, 1))
-        >>> grad_input_route(g, k, (1, 5, 7, 3), (2, 2), pad, (1, 1), 1).shape  # doctest: +SKIP
+        >>> grad_input_route(g, k, (1, 5, 7, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1).shape
         torch.Size([1, 5, 7, 3])
     """
     kernels = load("_conv2d")
@@ -48,8 +46,7 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
     Example:
         >>> import torch
         >>> x, g = torch.randn(1, 5, 7, 3), torch.randn(1, 3, 4, 5)
-        >>> pad = ((1, 1), (1, 1))
-        >>> grad_filter_route(x, g, (3, 3, 3, 5), (2, 2), pad, (1, 1), 1).shape  # doctest: +SKIP
+        >>> grad_filter_route(x, g, (3, 3, 3, 5), (2, 2), ((1, 1), (1, 1)), (1, 1), 1).shape
         torch.Size([3, 3, 3, 5])
     """
     kernels = load("_conv2d")
