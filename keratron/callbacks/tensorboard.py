@@ -142,9 +142,9 @@ class TensorBoard(Callback):
         >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
         >>> tmp = tempfile.mkdtemp()
         >>> tensorboard = keratron.callbacks.TensorBoard(log_dir=tmp, histogram_freq=1)
-        >>> history = model.fit(x, y, epochs=2, validation_data=(x, y),  # doctest: +SKIP
+        >>> history = model.fit(x, y, epochs=2, validation_data=(x, y),
         ...                     callbacks=[tensorboard], verbose=0)
-        >>> sorted(os.listdir(tmp))  # the runs `tensorboard --logdir` shows  # doctest: +SKIP
+        >>> sorted(os.listdir(tmp))  # the runs `tensorboard --logdir` shows
         ['train', 'validation']
         >>> shutil.rmtree(tmp)
     """
