@@ -251,10 +251,18 @@ except (AttributeError, RuntimeError):
     _conv_into_op = None
 
 
-@memory_plan.keeps_output(conv_p)
-def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, activation):
-    """The oneDNN branch of `_conv_cpu`, written into a kept buffer: the buffer is zeroed and
-    oneDNN adds the convolution into it (exact: c + 0 == c); the activation follows in place."""
+def _onednn_into(out, args) -> torch.Tensor:
+    """oneDNN's convolution of `args` (`_onednn_args`, `_full_conv_args`) written into `out`
+    (channels_last NCHW): `out` is zeroed and oneDNN adds the convolution into it (exact:
+    c + 0 == c)."""
+    out.zero_()
+    _conv_into_op(out, *args, "add", None, None, [], "")
+    return out
+
+
+def _kept_onednn_padding(x, k, strides, padding, groups, activation):
+    """torch's symmetric padding where a kept-buffer writer can run `_conv_cpu`'s oneDNN
+    branch for these values; None where it cannot (the plain kernel runs)."""
     tpad = _torch_padding(padding)
     if (
         _conv_into_op is None
@@ -262,11 +270,19 @@ def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, 
         or _cpu_branch(x, k, strides, padding, groups, activation) != "onednn"
     ):
         return None
+    return tpad
+
+
+@memory_plan.keeps_output(conv_p)
+def _conv_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups, activation):
+    """The oneDNN branch of `_conv_cpu`, written into a kept buffer (`_onednn_into`); the
+    activation follows in place."""
+    tpad = _kept_onednn_padding(x, k, strides, padding, groups, activation)
+    if tpad is None:
+        return None
     n, *spatial, c = out_avals[0][0]
     out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), x.dtype), channels_last=True)
-    out.zero_()
-    args = _onednn_args(x, k, b, tpad, strides, dilation, groups)
-    _conv_into_op(out, *args, "add", None, None, [], "")
+    _onednn_into(out, _onednn_args(x, k, b, tpad, strides, dilation, groups))
     return epilogue.apply(_to_cl(out), activation, inplace=True)
 
 
@@ -528,9 +544,7 @@ def _conv_grad_input_into(
         return None
     n, *spatial, c = out_avals[0][0]
     out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), g.dtype), channels_last=True)
-    out.zero_()
-    _conv_into_op(out, *args, "add", None, None, [], "")
-    return _to_cl(out)
+    return _to_cl(_onednn_into(out, args))
 
 
 # ------------------------------------------------------------------------------ argument parsing
@@ -1430,15 +1444,10 @@ def _conv_pool_2d(params, avals) -> bool:
 def _conv_max_pool_into(buffers, out_avals, x, k, b, strides, padding, dilation, groups,
                         activation, pool_size, pool_strides):  # fmt: skip
     """The chunked run in the buffers of `buffers`: the pooled output, one chunk's convolution
-    (oneDNN adds it into the zeroed chunk, as `_conv_into` does) and the row maxima. A relu or
-    relu6 epilogue, which commutes with a window max, is applied to the pooled chunk."""
-    tpad = _torch_padding(padding)
-    if (
-        _conv_into_op is None
-        or tpad is None
-        or x.shape[0] == 0
-        or _cpu_branch(x, k, strides, padding, groups, activation) != "onednn"
-    ):
+    (`_onednn_into`, as `_conv_into` writes it) and the row maxima. A relu or relu6 epilogue,
+    which commutes with a window max, is applied to the pooled chunk."""
+    tpad = _kept_onednn_padding(x, k, strides, padding, groups, activation)
+    if tpad is None or x.shape[0] == 0:
         return None
     step, (h, w, c), (oh, ow) = _conv_pool_plan(x, k, strides, padding, dilation, pool_size,
                                                 pool_strides)  # fmt: skip
@@ -1449,9 +1458,7 @@ def _conv_max_pool_into(buffers, out_avals, x, k, b, strides, padding, dilation,
     after = activation in _MONOTONE_EPILOGUES
     xt, *args = _onednn_args(x, k, b, tpad, strides, dilation, groups)
     for i in range(0, n, step):
-        y = chunk[: min(step, n - i)]
-        y.zero_()
-        _conv_into_op(y, xt[i : i + step], *args, "add", None, None, [], "")
+        y = _onednn_into(chunk[: min(step, n - i)], (xt[i : i + step], *args))
         y = _to_cl(epilogue.apply(y, None if after else activation, inplace=True))
         pooled = _window_max(y, pool_size, pool_strides, out[i : i + step], rows[: y.shape[0]])
         if after:
