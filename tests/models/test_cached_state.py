@@ -3,6 +3,8 @@ kernels relaid out for oneDNN, folded BatchNormalization, transposed weights) fo
 write to those variables: `fit` with any optimizer, `train_on_batch`, `set_weights`,
 `load_weights` and `assign` all make the next `predict` see the new weights."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -202,9 +204,16 @@ def test_random_interleaving_with_kept_buffers_matches_the_eager_reference(tmp_p
         return call
 
     monkeypatch.setattr(memory_plan, "kept_buffer_call", recording)
+    # predict and evaluate fuse the second convolution with its max pool (conv_max_pool): with
+    # ~100 kB chunks, a batch of its 32 KB-per-image output runs in chunks of 3 and a remainder,
+    # and its pooled output (8 KB an image) is kept from 64 KB on.
+    convolution = importlib.import_module("keratron.ops.convolution")
+    monkeypatch.setattr(convolution, "_CHUNK_BYTES", 100_000)
+    monkeypatch.setattr(memory_plan, "MIN_BYTES", 1 << 16)
     _interleave(seed=3, steps=14, tmp_path=tmp_path, make_model=_large_model, image=(32, 32, 8))
     assert any(bufs for lst in kept_lists for bufs in lst), "no buffer was kept: shows nothing"
     assert "conv_grad_input" in kept_prims, kept_prims  # the CPU input-gradient route's buffer
+    assert "conv_max_pool" in kept_prims, kept_prims  # the fused inference step's buffers
 
 
 @pytest.mark.slow
