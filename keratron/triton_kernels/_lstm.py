@@ -448,8 +448,7 @@ def _lstm_fwd_seq_kernel(
     m_ptr,
     h0_ptr,
     c0_ptr,
-    h_buf_ptr,
-    c_buf_ptr,
+    state_ptr,
     gates_ptr,
     cells_ptr,
     out_ptr,
@@ -474,25 +473,30 @@ def _lstm_fwd_seq_kernel(
     BLOCK_K: tl.constexpr,
 ):
     """The whole forward sequence for BLOCK_B batch rows, the recurrent kernel streamed from
-    L2 in (BLOCK_K, BLOCK_N) tiles at every step. States live in h_buf / c_buf (2, B, U),
-    which the kernel fills from h0 / c0 first (so re-running it, as autotuning does, gives the
-    same result); the final states are in buffer T % 2."""
+    L2 in (BLOCK_K, BLOCK_N) tiles at every step. The states live in state (4, B, U): h in
+    buffers 0 and 1, c in buffers 2 and 3. The kernel first fills buffers T % 2 and
+    2 + T % 2 from h0 / c0 (so re-running it, as autotuning does, gives the same result);
+    step t reads parity (t + T) % 2 and writes the other, so the final states are always in
+    buffers 0 (h) and 2 (c)."""
     rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     b_ok = rb < B
+    h_buf_ptr = state_ptr
+    c_buf_ptr = state_ptr + 2 * B * U
+    first = (T % 2) * B * U
     for n0 in range(0, U, BLOCK_N):
         rn = n0 + tl.arange(0, BLOCK_N)
         ok = b_ok[:, None] & (rn < U)[None, :]
         state = rb[:, None] * U + rn[None, :]
-        tl.store(h_buf_ptr + state, tl.load(h0_ptr + state, mask=ok), mask=ok)
-        tl.store(c_buf_ptr + state, tl.load(c0_ptr + state, mask=ok), mask=ok)
+        tl.store(h_buf_ptr + first + state, tl.load(h0_ptr + state, mask=ok), mask=ok)
+        tl.store(c_buf_ptr + first + state, tl.load(c0_ptr + state, mask=ok), mask=ok)
     tl.debug_barrier()
     for t in range(0, T):
         if REVERSE:
             t_src = T - 1 - t
         else:
             t_src = t
-        cur = (t % 2) * B * U
-        nxt = ((t + 1) % 2) * B * U
+        cur = ((t + T) % 2) * B * U
+        nxt = ((t + T + 1) % 2) * B * U
         for n0 in range(0, U, BLOCK_N):
             rn = n0 + tl.arange(0, BLOCK_N)
             _fwd_tile(
@@ -997,27 +1001,33 @@ def _step_grid(batch, units):
 _FORWARD_CACHE, _BACKWARD_CACHE = route_cache(), route_cache()
 
 
-def _cached_forward(batch, steps, units, last, relaunch):
-    """The whole-sequence forward of one signature (`route_cache`): the resident kernel
-    (`last` None) or the streamed one, whose final states are buffer `last` of its
-    double-buffered states."""
+def _cached_forward(batch, steps, units, streamed, relaunch):
+    """The whole-sequence forward of one signature (`route_cache`): the resident kernel, which
+    writes the final states into their own outputs, or the streamed one (`streamed`), whose
+    (4, B, U) state buffer ends with h in buffer 0 and c in buffer 2. (Sizes go to `new_empty`
+    as separate arguments: torch parses them faster than a tuple.)"""
+    width = 4 * units
 
-    def route(x_proj, h0, c0, kernel, mask):
+    def resident(x_proj, h0, c0, kernel, mask):
         new = x_proj.new_empty
-        all_h = new((batch, steps, units))
-        gates = new((steps, batch, 4 * units))
-        cells = new((steps, batch, units))
-        shape = (batch, units) if last is None else (2, batch, units)
-        h_state, c_state = new(shape), new(shape)
-        # Both kernels take (x, k, m, h0, c0, h state, c state, gates, cells, out) pointers.
+        all_h = new(batch, steps, units)
+        gates, cells = new(steps, batch, width), new(steps, batch, units)
+        h_last, c_last = new(batch, units), new(batch, units)
         m = x_proj if mask is None else mask.view(torch.uint8)
-        relaunch(x_proj, kernel, m, h0.contiguous(), c0.contiguous(), h_state, c_state, gates,
+        relaunch(x_proj, kernel, m, h0.contiguous(), c0.contiguous(), h_last, c_last, gates,
                  cells, all_h)  # fmt: skip
-        if last is None:
-            return all_h, h_state, c_state, gates, cells
-        return all_h, h_state[last], c_state[last], gates, cells
+        return all_h, h_last, c_last, gates, cells
 
-    return route
+    def streamed_route(x_proj, h0, c0, kernel, mask):
+        new = x_proj.new_empty
+        all_h = new(batch, steps, units)
+        gates, cells = new(steps, batch, width), new(steps, batch, units)
+        states = new(4, batch, units)
+        m = x_proj if mask is None else mask.view(torch.uint8)
+        relaunch(x_proj, kernel, m, h0.contiguous(), c0.contiguous(), states, gates, cells, all_h)
+        return all_h, states[0], states[2], gates, cells
+
+    return streamed_route if streamed else resident
 
 
 def forward_route(
@@ -1041,9 +1051,10 @@ def forward_route(
     """
     key, state = None, launch_state()
     if state is not None:
-        key = (tensor_key(x_proj), tensor_key(h0), tensor_key(c0), tensor_key(kernel))
-        key += (None if mask is None else tensor_key(mask), reverse, activation)
-        key += (recurrent_activation, zero_output_for_mask, dot_precision(x_proj.dtype), state)
+        key = (tensor_key(x_proj), tensor_key(h0), tensor_key(c0), tensor_key(kernel),
+               None if mask is None else tensor_key(mask), reverse, activation,
+               recurrent_activation, zero_output_for_mask, dot_precision(x_proj.dtype),
+               state)  # fmt: skip
         cached = _FORWARD_CACHE.get(key)
         if cached is not None:
             return cached(x_proj, h0, c0, kernel, mask)
@@ -1081,19 +1092,20 @@ def forward_route(
             UNITS=_resident_width(units, x_proj.dtype), **args,
         )  # fmt: skip
         if key is not None and relaunch is not None:
-            _FORWARD_CACHE[key] = _cached_forward(batch, steps, units, None, relaunch())
+            _FORWARD_CACHE[key] = _cached_forward(batch, steps, units, False, relaunch())
         return all_h, h_last, c_last, gates, cells
+    if mode == "streamed":
+        states = new((4, batch, units))  # h, then c, each double-buffered
+        relaunch = FWD_SEQ.launch(
+            _batch_grid(batch), h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), state_ptr=states,
+            REVERSE=bool(reverse), **args,
+        )  # fmt: skip
+        if key is not None and relaunch is not None:
+            _FORWARD_CACHE[key] = _cached_forward(batch, steps, units, True, relaunch())
+        return all_h, states[0], states[2], gates, cells
     # Double-buffered states: step t reads buffer t % 2 and writes the other one.
     h_buf = new((2, batch, units))
     c_buf = new((2, batch, units))
-    if mode == "streamed":
-        relaunch = FWD_SEQ.launch(
-            _batch_grid(batch), h0_ptr=h0.contiguous(), c0_ptr=c0.contiguous(), h_buf_ptr=h_buf,
-            c_buf_ptr=c_buf, REVERSE=bool(reverse), **args,
-        )  # fmt: skip
-        if key is not None and relaunch is not None:
-            _FORWARD_CACHE[key] = _cached_forward(batch, steps, units, steps % 2, relaunch())
-        return all_h, h_buf[steps % 2], c_buf[steps % 2], gates, cells
     h_buf[0].copy_(h0)
     c_buf[0].copy_(c0)
     grid = _step_grid(batch, units)

@@ -198,11 +198,15 @@ def _r(*shape, dtype=torch.float32):
 
 def _aliasing(launches, outputs) -> list:
     """Which storage each output and each launched tensor is, numbered by first appearance
-    (the recorded launches keep their tensors alive, so no storage is reused in a call)."""
+    (the recorded launches keep their tensors alive, so no storage is reused in a call), and
+    where in it the tensor starts."""
     flat = outputs if isinstance(outputs, tuple) else (outputs,)
     tensors = list(flat) + [a for launch in launches for a in launch.args if torch.is_tensor(a)]
     seen: dict = {}
-    return [seen.setdefault(t.untyped_storage().data_ptr(), len(seen)) for t in tensors]
+    return [
+        (seen.setdefault(t.untyped_storage().data_ptr(), len(seen)), t.storage_offset())
+        for t in tensors
+    ]
 
 
 @pytest.mark.parametrize("case", _route_cases(), ids=lambda c: c[0])
