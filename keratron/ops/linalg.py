@@ -202,6 +202,14 @@ except (AttributeError, RuntimeError):
 # 150M (9216x128 @ 128x128), slower at 2M.
 ONEDNN_GEMM_MACS = 1 << 20
 ONEDNN_GEMM_MACS_TRANSPOSED = 1 << 23
+# Narrow products (2 <= n < 16 output columns, a classifier's head) are the BLAS GEMM's weak
+# case: 128x512 @ 512x10 takes 33 us there (20 G multiply-adds/s) where n = 16 takes 17 us.
+# From NARROW_ROWS_COLS = m*k on, a narrow product runs on oneDNN (~21 us for that one, flat
+# in n), or, with a transposed left operand (a head's weight gradient, x.T @ g), as
+# (g.T @ x).T made dense (512x128 @ 128x10: 52 -> 25-32 us); at 128x128 BLAS stays as fast.
+NARROW_COLUMNS = 16
+NARROW_COLUMNS_TRANSPOSED = 12
+NARROW_ROWS_COLS = 1 << 15
 
 
 def _plain_layout(t: torch.Tensor) -> bool:
@@ -215,9 +223,10 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
     if _onednn_linear is None or x.dim() != 2 or w.dim() != 2:
         return False
     m, k = x.shape
-    macs = m * k * w.shape[1]
-    if macs < ONEDNN_GEMM_MACS:  # the common small case, decided first
-        return False
+    n = w.shape[1]
+    macs = m * k * n
+    if macs < ONEDNN_GEMM_MACS and not (2 <= n < NARROW_COLUMNS and m * k >= NARROW_ROWS_COLS):
+        return False  # the common small case, decided first
     if (
         x.dtype != torch.float32
         or w.dtype != torch.float32
@@ -229,7 +238,30 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
     if b is not None and (b.dtype != torch.float32 or tuple(b.shape) != (w.shape[1],)):
         return False
     transposed = m > 1 and k > 1 and not x.is_contiguous()
-    return not transposed or macs >= ONEDNN_GEMM_MACS_TRANSPOSED
+    if transposed:
+        return macs >= ONEDNN_GEMM_MACS_TRANSPOSED
+    return macs >= ONEDNN_GEMM_MACS or n < NARROW_COLUMNS
+
+
+def narrow_transposed(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> bool:
+    """Whether `cpu_gemm(x, w, b)` computes a narrow product with a transposed left operand
+    (x.T @ g, a classifier head's weight gradient) as `(w.T @ x.T).T`, made dense: float32
+    CPU matrices without a bias, 2 <= n < NARROW_COLUMNS_TRANSPOSED, m*k from
+    NARROW_ROWS_COLS on, x a transposed dense matrix. Asked where `onednn_gemm` said no."""
+    if x.dim() != 2 or w.dim() != 2 or b is not None:
+        return False
+    m, k = x.shape
+    n = w.shape[1]
+    if not (2 <= n < NARROW_COLUMNS_TRANSPOSED and m * k >= NARROW_ROWS_COLS):
+        return False
+    return (
+        x.dtype == torch.float32
+        and w.dtype == torch.float32
+        and x.device.type == "cpu"
+        and w.device.type == "cpu"
+        and not x.is_contiguous()
+        and x.t().is_contiguous()
+    )
 
 
 def onednn_bias(b: torch.Tensor | None) -> torch.Tensor | None:
@@ -245,6 +277,8 @@ def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.
     if onednn_gemm(x, w, b):
         # oneDNN's weight is (out_features, in_features): w.T, a view.
         return _onednn_linear(x, w.t(), onednn_bias(b), "none", [], "")
+    if narrow_transposed(x, w, b):
+        return torch.mm(w.t(), x.t()).t().contiguous()
     return _blas_gemm(x, w, b)
 
 
@@ -262,12 +296,16 @@ def _matmul_keeps(params, avals) -> bool:
     (xs, dtype), w = avals[0], avals[1]
     if w is None or len(xs) != 2 or len(w[0]) != 2:
         return False
-    return dtype != torch.float32 or xs[0] * xs[1] * w[0][1] < ONEDNN_GEMM_MACS
+    m, k, n = xs[0], xs[1], w[0][1]
+    narrow = 2 <= n < NARROW_COLUMNS and m * k >= NARROW_ROWS_COLS
+    return dtype != torch.float32 or (m * k * n < ONEDNN_GEMM_MACS and not narrow)
 
 
 @memory_plan.keeps_output(matmul_p, _matmul_keeps)
 def _matmul_into(buffers, out_avals, x, w, b, activation):
     if x.dim() != 2 or w.dim() != 2 or activation is not None or onednn_gemm(x, w, b):
+        return None
+    if narrow_transposed(x, w, b):
         return None
     out = memory_plan.buffer(buffers, "out", out_avals[0])
     return torch.mm(x, w, out=out) if b is None else torch.addmm(b, x, w, out=out)

@@ -31,7 +31,8 @@ def _matmul(x, w, b, activation):
 MATMULS = [
     ((32, 32), (32, 10), False, False),
     ((128, 784), (784, 512), False, True),
-    ((128, 512), (512, 10), False, False),
+    ((128, 512), (512, 10), False, True),  # narrow: BLAS's weak case
+    ((128, 128), (128, 10), False, False),  # narrow but small
     ((4, 32, 256), (256, 256), False, True),  # leading axes folded into the rows
     ((784, 128), (128, 512), True, True),  # a weight gradient: x.T @ g
     ((512, 128), (128, 64), True, False),  # transposed and below its threshold
@@ -59,6 +60,35 @@ def test_matmul_cpu_route_matches_float64(xs, ws, transposed, onednn, activation
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     scale = np.nanmax(np.abs(want)) + 1.0
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale * np.sqrt(xs[-1]))
+
+
+# (x shape as given, transposed, w shape): which narrow weight gradients take (g.T @ x).T
+NARROW_TRANSPOSED = [
+    ((128, 512), (128, 10), True),  # a classifier head's weight gradient
+    ((128, 512), (128, 2), True),
+    ((128, 512), (128, 12), False),  # from 12 columns BLAS is as fast
+    ((64, 128), (64, 10), False),  # too small to gain
+]
+
+
+@pytest.mark.parametrize("xs,ws,narrow", NARROW_TRANSPOSED)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_narrow_weight_gradient_matches_float64(xs, ws, narrow, compiled):
+    x = RNG.standard_normal(xs).astype("float32")
+    g = RNG.standard_normal(ws).astype("float32")
+    x[3, 5] = np.nan
+    tx = keratron.ops.transpose(keratron.convert_to_tensor(x))
+    tg = keratron.convert_to_tensor(g)
+    assert linalg.narrow_transposed(tx._value, tg._value, None) == narrow
+    fn = keratron.function(_matmul) if compiled else _matmul
+    for _ in range(2 if compiled else 1):  # the second replay writes the kept buffers
+        got = fn(tx, tg, None, None)
+    assert got._value.is_contiguous()
+    got = np.asarray(got)
+    want = x.T.astype("float64") @ g.astype("float64")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    scale = np.nanmax(np.abs(want)) + 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale * np.sqrt(xs[0]))
 
 
 def _conv(x, k, activation, padding):
