@@ -198,10 +198,14 @@ except (AttributeError, RuntimeError):
 # machine (2 threads): oneDNN is 1.7-2.6x faster from 2M multiply-adds on (128x784 @ 784x512:
 # 543 -> 273 us; 8x1024 @ 1024x1000: 168 -> 66 us) and up to 3x slower below 500k (32x32 @
 # 32x64: 6 -> 16 us). With a transposed left operand (a weight gradient, x.T @ g, whose
-# contraction runs over the batch) oneDNN gains less and later: 1.5x at 33M-51M, even at
-# 150M (9216x128 @ 128x128), slower at 2M.
+# contraction runs over the batch) oneDNN gains less and later: 1.5x at 33M-51M, slower at
+# 2M. But a transposed product with KEPT_PRODUCT_ELEMENTS or more (cnn's 9216x128
+# flatten-to-dense weight gradient, 4.7 MB) stays on BLAS, which a compiled plan has write
+# into a kept buffer: oneDNN copies x.T into its layout and allocates the product afresh on
+# every call; in cnn's training step that took 3.7 ms with 2,300 page faults, 1.9 ms kept.
 ONEDNN_GEMM_MACS = 1 << 20
 ONEDNN_GEMM_MACS_TRANSPOSED = 1 << 23
+KEPT_PRODUCT_ELEMENTS = 1 << 20
 # Narrow products (2 <= n < 16 output columns, a classifier's head) are the BLAS GEMM's weak
 # case: 128x512 @ 512x10 takes 33 us there (20 G multiply-adds/s) where n = 16 takes 17 us.
 # From NARROW_ROWS_COLS = m*k on, a narrow product runs on oneDNN (~21 us for that one, flat
@@ -239,7 +243,7 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
         return False
     transposed = m > 1 and k > 1 and not x.is_contiguous()
     if transposed:
-        return macs >= ONEDNN_GEMM_MACS_TRANSPOSED
+        return macs >= ONEDNN_GEMM_MACS_TRANSPOSED and m * n < KEPT_PRODUCT_ELEMENTS
     return macs >= ONEDNN_GEMM_MACS or n < NARROW_COLUMNS
 
 
@@ -291,14 +295,17 @@ def _matmul_cpu(x, w, b, activation):
 
 
 def _matmul_keeps(params, avals) -> bool:
-    """Whether a kept buffer serves this product: the ones `cpu_gemm` leaves to BLAS (the
+    """Whether a kept buffer may serve this product: the ones `cpu_gemm` leaves to BLAS, and
+    any product of KEPT_PRODUCT_ELEMENTS or more, which BLAS serves where x is transposed (the
     writer checks the layout at run time)."""
     (xs, dtype), w = avals[0], avals[1]
     if w is None or len(xs) != 2 or len(w[0]) != 2:
         return False
     m, k, n = xs[0], xs[1], w[0][1]
     narrow = 2 <= n < NARROW_COLUMNS and m * k >= NARROW_ROWS_COLS
-    return dtype != torch.float32 or (m * k * n < ONEDNN_GEMM_MACS and not narrow)
+    if dtype != torch.float32 or m * n >= KEPT_PRODUCT_ELEMENTS:
+        return True
+    return m * k * n < ONEDNN_GEMM_MACS and not narrow
 
 
 @memory_plan.keeps_output(matmul_p, _matmul_keeps)

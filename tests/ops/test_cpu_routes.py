@@ -36,6 +36,7 @@ MATMULS = [
     ((4, 32, 256), (256, 256), False, True),  # leading axes folded into the rows
     ((784, 128), (128, 512), True, True),  # a weight gradient: x.T @ g
     ((512, 128), (128, 64), True, False),  # transposed and below its threshold
+    ((9216, 128), (128, 128), True, False),  # a large transposed product: BLAS, kept in a plan
 ]
 
 
@@ -89,6 +90,26 @@ def test_narrow_weight_gradient_matches_float64(xs, ws, narrow, compiled):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     scale = np.nanmax(np.abs(want)) + 1.0
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale * np.sqrt(xs[0]))
+
+
+def test_a_large_weight_gradient_is_written_into_a_kept_buffer():
+    # cnn's flatten-to-dense weight gradient, x.T @ g with x (128, 9216): BLAS, into a buffer
+    # the plan keeps, with the eager route's values.
+    x = RNG.standard_normal((128, 9216)).astype("float32")
+    g = RNG.standard_normal((128, 128)).astype("float32")
+    tx, tg = keratron.convert_to_tensor(x), keratron.convert_to_tensor(g)
+    assert not linalg.onednn_gemm(tx._value.t(), tg._value, None)
+
+    def weight_gradient(x, g):  # the product inside the plan, as a weight gradient is
+        return keratron.ops.sum(_matmul(keratron.ops.transpose(x), g, None, None), axis=1)
+
+    f = keratron.function(weight_gradient)
+    want = np.asarray(weight_gradient(tx, tg))
+    for _ in range(3):
+        assert np.array_equal(np.asarray(f(tx, tg)), want)
+    assert f.get_concrete_graph(tx, tg).kept_buffers
+    full = x.T.astype("float64") @ g
+    np.testing.assert_allclose(want, full.sum(axis=1), rtol=0, atol=1e-2)
 
 
 def _conv(x, k, activation, padding):
