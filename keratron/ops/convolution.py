@@ -1145,6 +1145,26 @@ avg_pool_grad_p = Primitive(
 )
 
 
+def _avg_pool_2d_native(params, avals) -> bool:
+    native = _symmetric_pad(params["pool_size"], params["padding"])
+    return len(avals[0][0]) == 4 and native is not None
+
+
+@memory_plan.keeps_output(avg_pool_p, _avg_pool_2d_native)
+def _avg_pool_into(buffers, out_avals, x, pool_size, strides, padding):
+    """`_avg_pool_impl`'s native branch (aten's channels_last kernel, which pads by itself)
+    written into a kept buffer; an input in another layout is left to the plain kernel."""
+    if not x.is_contiguous():
+        return None
+    n, oh, ow, c = out_avals[0][0]
+    out = memory_plan.buffer(buffers, "out", ((n, c, oh, ow), x.dtype), channels_last=True)
+    native = _symmetric_pad(pool_size, padding)
+    torch.ops.aten.avg_pool2d.out(
+        _to_cf(x), list(pool_size), list(strides), native, False, False, None, out=out
+    )
+    return _to_cl(out)
+
+
 def _pool(op, prim, inputs, pool_size, strides, padding, data_format):
     data_format = config.standardize_data_format(data_format)
     x = as_tensor(inputs)

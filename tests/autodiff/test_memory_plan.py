@@ -150,3 +150,28 @@ def test_a_training_step_with_shared_kept_buffers_matches_the_eager_step():
     np.testing.assert_allclose(
         model.predict(x, verbose=0), eager.predict(x, verbose=0), rtol=1e-4, atol=1e-6
     )
+
+
+def _pool_branch_block(x):
+    # An Inception block's shape: a SAME 3x3 average pool (aten pads and averages over the
+    # unpadded elements only) and a channel concatenation, each over MIN_BYTES.
+    pooled = ops.average_pool(x, 3, strides=1, padding="same")
+    joined = ops.concatenate([pooled, ops.relu(x)], axis=-1)
+    return ops.sum(joined, axis=(1, 2))
+
+
+def test_average_pool_and_concatenate_write_kept_buffers():
+    rng = np.random.default_rng(1)
+    f = keratron.function(_pool_branch_block)
+    for _ in range(3):
+        x = rng.standard_normal((8, 35, 35, 96)).astype("float32")
+        assert np.array_equal(np.asarray(f(x)), np.asarray(_pool_branch_block(x)))
+    # Two writers serve the plan: the pool's and the concatenation's (relu has none).
+    plan = f.get_concrete_graph(x)
+    assert [node.prim.name for node in plan.graph.nodes] == [
+        "avg_pool",
+        "relu",
+        "concatenate",
+        "sum",
+    ]
+    assert len(plan.kept_buffers) == 2
