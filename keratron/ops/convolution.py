@@ -13,7 +13,9 @@ differentiate twice. `conv_transpose` is `conv_grad_input` with Keras's output-s
 Pooling: `max_pool` / `avg_pool` with backward primitives on aten's pooling backward kernels,
 and the max-pool rewrites the compiler runs (`autodiff.passes.register_pass`); among them, in
 CPU inference, `conv_max_pool`: a convolution and the max pool that alone reads it, run a chunk
-of the batch at a time so that the convolution's output is pooled while still in cache.
+of the batch at a time so that the convolution's output is pooled while still in cache; and a
+zero pad that only a convolution reads folds into the convolution's own padding
+(`fold_pads_into_convs`).
 
 The reference `conv` is plain torch. On the CPU a route (`@device_route(conv_p, "cpu")`) runs
 a 1x1 convolution as a GEMM where that is faster and one with a relu/relu6 epilogue on
@@ -46,7 +48,7 @@ from keratron.ops.linalg import (
     onednn_bias,
 )
 from keratron.ops.reduction import sum_p
-from keratron.ops.shaping import expand_dims, moveaxis, reshape, squeeze
+from keratron.ops.shaping import expand_dims, moveaxis, pad_p, reshape, squeeze
 
 __all__ = [
     "conv",
@@ -1518,7 +1520,77 @@ def fuse_conv_max_pool(graph: Graph, outputs: list) -> list:
     return outputs
 
 
+def fold_pads_into_convs(graph: Graph, outputs: list) -> list:
+    """`conv(pad(x))` becomes one convolution with symmetric padding in a CPU function, where
+    the pad is the convolution's alone, adds zeros on the spatial axes only (at most as many
+    before as after each one) and the convolution pads nothing itself (dilation 1): Keras's
+    ZeroPadding2D before a VALID convolution, as MobileNet pads (0, 1) before each stride-2
+    depthwise convolution. The pad's copy of the input goes (26 MB for MobileNet's first at
+    batch 8: 1.56 -> 0.57 ms with the convolution).
+
+    Symmetric pads fold as they are. Uneven pads (lo, hi) on an axis, for a depthwise kernel
+    (one input channel a group), become (hi, hi) with hi - lo zero rows prepended to the
+    kernel (a small pad of the kernel, in the prelude where the kernel is a variable's): each
+    window then starts hi - lo rows earlier and those rows meet zero weights, so the window
+    covers the same inputs and the output has the same size. A depthwise convolution is
+    memory-bound and the extra taps cost little; a dense one would do (k + 1)^2 / k^2 the
+    multiply-adds (a 3x3 stem at 224x224: 0.53 -> 0.69 ms), so it keeps its pad. The added
+    taps multiply real inputs by zero and come first in each window: the values are the same
+    for finite inputs, while an infinite or NaN input spreads NaN to the hi - lo windows
+    before its own."""
+    if passes.graph_device(graph).type != "cpu" or config.kernel_backend() == "triton":
+        return outputs
+    prod = passes.producers(graph)
+    uses = passes.use_counts(graph, outputs)
+    nodes = []
+    for n in graph.nodes:
+        if n.kind == "prim" and n.prim is conv_p:
+            folded = _folded_pad(graph, n, prod.get(n.inputs[0]), uses)
+            if folded is not None:
+                nodes.extend(folded)
+        nodes.append(n)
+    graph.nodes = nodes
+    return outputs
+
+
+def _folded_pad(graph: Graph, conv, pad, uses):
+    """Rewrites `conv` to read the input of `pad` (see `fold_pads_into_convs`); returns the
+    nodes to run before it (the kernel's pad, if any), or None where the fold does not apply."""
+    if pad is None or pad.kind != "prim" or pad.prim is not pad_p:
+        return None
+    shape, dtype = graph.avals[pad.inputs[0]]
+    widths, p = pad.params["widths"], conv.params
+    if (
+        uses.get(pad.outputs[0]) != 1
+        or len(shape) != 4
+        or dtype != torch.float32
+        or pad.params["value"] != 0
+        or widths[0] != (0, 0)
+        or widths[-1] != (0, 0)
+        or not all(0 <= lo <= hi for lo, hi in widths[1:-1])
+        or _has_pad(p["padding"])
+        or any(d != 1 for d in p["dilation"])
+    ):
+        return None
+    before = []
+    k = conv.inputs[1]
+    grow = tuple((hi - lo, 0) for lo, hi in widths[1:-1]) + ((0, 0), (0, 0))
+    if any(g for g, _ in grow):
+        kshape, kdtype = graph.avals[k]
+        if kshape[-2] != 1:  # see fold_pads_into_convs: only a depthwise kernel grows
+            return None
+        padded = tuple(d + g for d, (g, _) in zip(kshape, grow))
+        node, k = passes.new_value(
+            graph, pad_p, [k], {"widths": grow, "value": 0.0}, (padded, kdtype)
+        )
+        before.append(node)
+    conv.inputs = [pad.inputs[0], k] + conv.inputs[2:]
+    conv.params = {**p, "padding": tuple((hi, hi) for _, hi in widths[1:-1])}
+    return before
+
+
 passes.register_pass(gate_pooled_gradients)
 passes.register_pass(sum_pooled_gradients)
 passes.register_pass(pool_before_activation)
+passes.register_pass(fold_pads_into_convs)
 passes.register_pass(fuse_conv_max_pool)

@@ -202,6 +202,7 @@ def test_pass_node_counts_on_a_fixed_graph():
         "gate_pooled_gradients": 4,
         "sum_pooled_gradients": 4,
         "pool_before_activation": 4,
+        "fold_pads_into_convs": 4,
         "fuse_conv_max_pool": 4,
         "dce": 2,  # exp, add
     }, counts
