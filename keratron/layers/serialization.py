@@ -15,6 +15,7 @@ __all__ = [
     "get_custom_objects",
     "get_registered_name",
     "lookup_custom",
+    "lookup_registered",
     "CustomObjectScope",
 ]
 
@@ -65,6 +66,16 @@ def custom_object_scope(custom_objects):
 
 
 CustomObjectScope = custom_object_scope
+
+
+def lookup_registered(name):
+    """`name` in the active custom-object scopes (the innermost first), then in the global
+    registry, by exact name; None where neither holds it. The first two places of Keras's
+    `get_registered_object`, in its order."""
+    for scope in reversed(getattr(_scopes, "stack", None) or []):
+        if name in scope:
+            return scope[name]
+    return _GLOBAL_CUSTOM_OBJECTS.get(name)
 
 
 def lookup_custom(name, custom_objects=None):

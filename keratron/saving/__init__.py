@@ -26,7 +26,7 @@ from keratron.layers.serialization import (
     custom_object_scope,
     get_custom_objects,
     get_registered_name,
-    lookup_custom,
+    lookup_registered,
     register_keras_serializable,
 )
 from keratron.saving.file_editor import KerasFileEditor
@@ -51,7 +51,10 @@ __all__ = [
 
 
 def get_registered_object(name, custom_objects=None, module_objects=None):
-    """The class or function registered (or in scope) under `name`, or None.
+    """The class or function registered (or in scope) under exactly `name`, or None. As in
+    Keras, the active `custom_object_scope`s come first, then the global registry (a class
+    registered with a package is found under "package>Name" only), then `custom_objects`, then
+    `module_objects`.
 
     Example:
         >>> class Halve(keratron.layers.Layer):
@@ -62,7 +65,9 @@ def get_registered_object(name, custom_objects=None, module_objects=None):
         >>> keratron.saving.get_registered_object("Halve") is None
         True
     """
-    found = lookup_custom(name, custom_objects)
-    if found is None and module_objects:
-        found = module_objects.get(name)
+    found = lookup_registered(name)
+    if found is None and custom_objects and name in custom_objects:
+        found = custom_objects[name]
+    if found is None and module_objects and name in module_objects:
+        found = module_objects[name]
     return found

@@ -128,3 +128,34 @@ def test_layer_objects_in_get_config_are_serialized_as_in_keras(tmp_path):
     np.testing.assert_allclose(
         restored.predict(x, verbose=0), ours.predict(x, verbose=0), rtol=1e-6
     )
+
+
+def _registry_answers(k, tag):
+    """What `get_registered_object` answers, as class names, for a class registered under a
+    package, one in a scope, one passed as `custom_objects` and one as `module_objects`,
+    names shared between those places included."""
+
+    def make(name):
+        return type(name, (k.layers.Layer,), {})
+
+    package = f"TestRegistry{tag}"
+    scale = k.saving.register_keras_serializable(package=package)(make("Scale"))
+    shared = k.saving.register_keras_serializable(package=package, name="Shared")(make("Shared"))
+    scoped, passed, module = make("Scoped"), make("Passed"), make("Module")
+    custom = {"Passed": passed, f"{package}>Shared": passed}
+    modules = {"Module": module, "Passed": module}
+    lookups = ["Scale", f"{package}>Scale", f"{package}>Shared", "Scoped", "Passed", "Module"]
+    with k.saving.custom_object_scope({"Scoped": scoped, f"{package}>Scale": scoped}):
+        found = [k.saving.get_registered_object(n, custom, modules) for n in lookups]
+    found += [k.saving.get_registered_object(n) for n in ("Scale", f"{package}>Scale")]
+    assert shared is not None and scale is not None
+    return [None if c is None else c.__name__ for c in found]
+
+
+def test_get_registered_object_answers_as_keras_does():
+    # Exact names only (a packaged class is not found by its bare name), and Keras's order:
+    # scopes, then the registry, then custom_objects, then module_objects.
+    keras = require("keras")
+    ours = _registry_answers(keratron, "Ours")
+    assert ours == _registry_answers(keras, "Keras")
+    assert ours == [None, "Scoped", "Shared", "Scoped", "Passed", "Module", None, "Scale"]
