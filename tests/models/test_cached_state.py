@@ -216,6 +216,49 @@ def test_random_interleaving_with_kept_buffers_matches_the_eager_reference(tmp_p
     assert "conv_max_pool" in kept_prims, kept_prims  # the fused inference step's buffers
 
 
+def _branchy_model(seed=0):
+    """A MobileNet-style (0, 1) pad before a stride-2 depthwise convolution (the compiler
+    folds it: the prelude grows the kernel by a zero row and column), an Inception-style
+    branch (SAME average pool beside a 1x1 convolution, concatenated: both kept buffers), and
+    a Flatten -> Dense(256) whose weight gradient (4096x256) BLAS writes into a kept buffer."""
+    kt.utils.set_random_seed(seed)
+    inputs = kt.Input((32, 32, 8))
+    h = kt.layers.ZeroPadding2D(((0, 1), (0, 1)))(inputs)
+    h = kt.layers.DepthwiseConv2D(3, strides=2, activation="relu")(h)
+    pooled = kt.layers.AveragePooling2D(3, strides=1, padding="same")(h)
+    h = kt.layers.Concatenate()([pooled, kt.layers.Conv2D(8, 1, activation="relu")(h)])
+    h = kt.layers.Dense(256, activation="relu")(kt.layers.Flatten()(h))
+    return kt.Model(inputs, kt.layers.Dense(3)(h))
+
+
+def test_random_interleaving_with_folded_pads_and_kept_branches_matches_eager(
+    tmp_path, monkeypatch
+):
+    from keratron.autodiff import memory_plan
+
+    convolution = importlib.import_module("keratron.ops.convolution")
+    kept_prims, grown = set(), []
+    make, fold = memory_plan.kept_buffer_call, convolution._folded_pad
+
+    def recording(graph, node, fallback, buffers_list):
+        call = make(graph, node, fallback, buffers_list)
+        if call is not None:
+            kept_prims.add(node.prim.name)
+        return call
+
+    def folding(graph, conv, pad, uses):
+        before = fold(graph, conv, pad, uses)
+        grown.extend(before or ())
+        return before
+
+    monkeypatch.setattr(memory_plan, "kept_buffer_call", recording)
+    monkeypatch.setattr(convolution, "_folded_pad", folding)
+    monkeypatch.setattr(memory_plan, "MIN_BYTES", 1 << 16)
+    _interleave(seed=5, steps=14, tmp_path=tmp_path, make_model=_branchy_model, image=(32, 32, 8))
+    assert grown, "no kernel grew: the pad fold was not exercised"
+    assert {"avg_pool", "concatenate", "matmul"} <= kept_prims, kept_prims
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_random_interleaving_over_many_seeds(seed, tmp_path):
