@@ -216,6 +216,20 @@ NARROW_COLUMNS_TRANSPOSED = 12
 NARROW_ROWS_COLS = 1 << 15
 
 
+def _narrow(m: int, k: int, n: int, columns: int = NARROW_COLUMNS) -> bool:
+    """A product of `m`x`k` by `k`x`n` in BLAS's weak narrow case (see NARROW_COLUMNS)."""
+    return 2 <= n < columns and m * k >= NARROW_ROWS_COLS
+
+
+def _float32_cpu(x: torch.Tensor, w: torch.Tensor) -> bool:
+    return (
+        x.dtype == torch.float32
+        and w.dtype == torch.float32
+        and x.device.type == "cpu"
+        and w.device.type == "cpu"
+    )
+
+
 def _plain_layout(t: torch.Tensor) -> bool:
     """A matrix whose rows or columns are contiguous (a matrix or a transposed one)."""
     return t.is_contiguous() or t.t().is_contiguous()
@@ -229,15 +243,9 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
     m, k = x.shape
     n = w.shape[1]
     macs = m * k * n
-    if macs < ONEDNN_GEMM_MACS and not (2 <= n < NARROW_COLUMNS and m * k >= NARROW_ROWS_COLS):
+    if macs < ONEDNN_GEMM_MACS and not _narrow(m, k, n):
         return False  # the common small case, decided first
-    if (
-        x.dtype != torch.float32
-        or w.dtype != torch.float32
-        or x.device.type != "cpu"
-        or w.device.type != "cpu"
-        or not (_plain_layout(x) and _plain_layout(w))
-    ):
+    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
         return False
     if b is not None and (b.dtype != torch.float32 or tuple(b.shape) != (w.shape[1],)):
         return False
@@ -254,18 +262,10 @@ def narrow_transposed(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) 
     NARROW_ROWS_COLS on, x a transposed dense matrix. Asked where `onednn_gemm` said no."""
     if x.dim() != 2 or w.dim() != 2 or b is not None:
         return False
-    m, k = x.shape
-    n = w.shape[1]
-    if not (2 <= n < NARROW_COLUMNS_TRANSPOSED and m * k >= NARROW_ROWS_COLS):
+    (m, k), n = x.shape, w.shape[1]
+    if not _narrow(m, k, n, NARROW_COLUMNS_TRANSPOSED):
         return False
-    return (
-        x.dtype == torch.float32
-        and w.dtype == torch.float32
-        and x.device.type == "cpu"
-        and w.device.type == "cpu"
-        and not x.is_contiguous()
-        and x.t().is_contiguous()
-    )
+    return _float32_cpu(x, w) and not x.is_contiguous() and x.t().is_contiguous()
 
 
 def onednn_bias(b: torch.Tensor | None) -> torch.Tensor | None:
@@ -302,10 +302,9 @@ def _matmul_keeps(params, avals) -> bool:
     if w is None or len(xs) != 2 or len(w[0]) != 2:
         return False
     m, k, n = xs[0], xs[1], w[0][1]
-    narrow = 2 <= n < NARROW_COLUMNS and m * k >= NARROW_ROWS_COLS
     if dtype != torch.float32 or m * n >= KEPT_PRODUCT_ELEMENTS:
         return True
-    return m * k * n < ONEDNN_GEMM_MACS and not narrow
+    return m * k * n < ONEDNN_GEMM_MACS and not _narrow(m, k, n)
 
 
 @memory_plan.keeps_output(matmul_p, _matmul_keeps)
