@@ -82,11 +82,9 @@ def lookup_custom(name, custom_objects=None):
     """Finds `name` in the given dict, the active scopes, then the global registry."""
     if custom_objects and name in custom_objects:
         return custom_objects[name]
-    for scope in reversed(getattr(_scopes, "stack", None) or []):
-        if name in scope:
-            return scope[name]
-    if name in _GLOBAL_CUSTOM_OBJECTS:
-        return _GLOBAL_CUSTOM_OBJECTS[name]
+    found = lookup_registered(name)
+    if found is not None:
+        return found
     for key, obj in _GLOBAL_CUSTOM_OBJECTS.items():
         if key.split(">", 1)[-1] == name:
             return obj
