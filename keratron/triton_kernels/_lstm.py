@@ -1008,26 +1008,21 @@ def _cached_forward(batch, steps, units, streamed, relaunch):
     as separate arguments: torch parses them faster than a tuple.)"""
     width = 4 * units
 
-    def resident(x_proj, h0, c0, kernel, mask):
+    def route(x_proj, h0, c0, kernel, mask):
         new = x_proj.new_empty
         all_h = new(batch, steps, units)
         gates, cells = new(steps, batch, width), new(steps, batch, units)
-        h_last, c_last = new(batch, units), new(batch, units)
         m = x_proj if mask is None else mask.view(torch.uint8)
-        relaunch(x_proj, kernel, m, h0.contiguous(), c0.contiguous(), h_last, c_last, gates,
-                 cells, all_h)  # fmt: skip
+        h0, c0 = h0.contiguous(), c0.contiguous()
+        if streamed:
+            states = new(4, batch, units)
+            relaunch(x_proj, kernel, m, h0, c0, states, gates, cells, all_h)
+            return all_h, states[0], states[2], gates, cells
+        h_last, c_last = new(batch, units), new(batch, units)
+        relaunch(x_proj, kernel, m, h0, c0, h_last, c_last, gates, cells, all_h)
         return all_h, h_last, c_last, gates, cells
 
-    def streamed_route(x_proj, h0, c0, kernel, mask):
-        new = x_proj.new_empty
-        all_h = new(batch, steps, units)
-        gates, cells = new(steps, batch, width), new(steps, batch, units)
-        states = new(4, batch, units)
-        m = x_proj if mask is None else mask.view(torch.uint8)
-        relaunch(x_proj, kernel, m, h0.contiguous(), c0.contiguous(), states, gates, cells, all_h)
-        return all_h, states[0], states[2], gates, cells
-
-    return streamed_route if streamed else resident
+    return route
 
 
 def forward_route(
