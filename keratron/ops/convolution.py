@@ -1563,7 +1563,7 @@ def _folded_pad(graph: Graph, conv, pad, uses):
     shape, dtype = graph.avals[conv.inputs[0]]
     if len(shape) != 4 or dtype != torch.float32 or any(d != 1 for d in p["dilation"]):
         return None
-    if _foldable_pad(graph, pad, uses) and not _has_pad(p["padding"]):
+    if _foldable_pad(pad, uses) and not _has_pad(p["padding"]):
         x, widths = pad.inputs[0], pad.params["widths"][1:-1]
     elif _torch_padding(p["padding"]) is None:  # the convolution's own SAME pads, uneven
         x, widths = conv.inputs[0], p["padding"]
@@ -1588,7 +1588,7 @@ def _folded_pad(graph: Graph, conv, pad, uses):
     return before
 
 
-def _foldable_pad(graph: Graph, pad, uses) -> bool:
+def _foldable_pad(pad, uses) -> bool:
     """A zero pad of a 4-D value on its spatial axes alone, read by nothing but the
     convolution asking."""
     if pad is None or pad.kind != "prim" or pad.prim is not pad_p:
