@@ -311,7 +311,7 @@ def test_routes_match_torch_nn_gru(triton_backend, batch, steps, units):
     """A second oracle: torch.nn.GRU differentiated by torch.autograd, with the same weights.
     torch's GRU is Keras's reset_after=True with gates in the order r, z, n; its candidate
     `tanh(x_n + b_in + r * (h @ W_hn + b_hn))` and new state `(1 - z) * n + z * h` are Keras's."""
-    gen = torch.Generator().manual_seed(5)
+    gen = torch.Generator(torch.get_default_device()).manual_seed(5)
     module = torch.nn.GRU(units, units, batch_first=True)
     x = torch.randn(batch, steps, units, generator=gen, requires_grad=True)
     h0 = torch.randn(1, batch, units, generator=gen, requires_grad=True)

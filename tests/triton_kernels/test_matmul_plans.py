@@ -217,7 +217,7 @@ def test_16bit_operands_with_float32_accumulation(dtype, m, k, n, device, launch
     # (6, 600, 70) splits K; (130, 48, 304) takes a 128x256 tile on 2 SMs. The three products
     # of a forward and its VJP: x @ w, g @ w^T and x^T @ g on transposed views.
     device((9, 0), 2 if m > 64 else 132)
-    gen = torch.Generator().manual_seed(5)
+    gen = torch.Generator(torch.get_default_device()).manual_seed(5)
     x, w, b, g = (torch.randn(s, generator=gen).to(dtype) for s in [(m, k), (k, n), (n,), (m, n)])
     products = [(x, w, b, "tanh"), (g, w.t(), None, None), (x.t(), g, None, None)]
     for a, bmat, bias, act in products:
