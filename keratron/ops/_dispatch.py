@@ -7,10 +7,12 @@ device routes registered next to their kernels with `@device_route(prim, device)
 
 - the "cuda" route (a Triton kernel) runs when the backend is "triton" (on CPU values that
   needs TRITON_INTERPRET=1); with "auto" and CUDA values, whichever of the route and the
-  reference (cuBLAS, cuDNN) measured faster the first time this primitive met these shapes,
-  dtypes, strides and parameters runs (like cuDNN's benchmark mode; a training step's shapes
-  repeat, so each is timed once; past 64 measured signatures of one primitive, a new one takes
-  that primitive's most frequent choice untimed);
+  reference (cuBLAS, cuDNN) took less GPU time the first time this primitive met these
+  shapes, dtypes, strides and parameters runs (like cuDNN's benchmark mode; a training step's
+  shapes repeat, so each is timed once; past 64 measured signatures of one primitive, a new
+  one takes that primitive's most frequent choice untimed). GPU time, not the host's: a step
+  replayed as a CUDA graph pays no host time per kernel, and a host-bound comparison picked
+  slower kernels for small convolutions;
 - otherwise, on CPU values, the "cpu" route (oneDNN, a GEMM) runs, untimed;
 - otherwise the reference runs.
 
@@ -129,6 +131,33 @@ def _run_kernel(prim, vals, params):
 # ("auto" on CUDA) call signature -> "kernel" or "fallback", whichever measured faster.
 _choices: dict = {}
 _TIMED_RUNS = 3
+# GPU cycles of the wait queued ahead of the timed runs (about 2 ms at 2 GHz): the host
+# queues the runs while the GPU waits, so the events around them time the GPU's work alone.
+_QUEUE_CYCLES = 4_000_000
+
+
+def _gpu_time(run, runs: int) -> float:
+    """Seconds of GPU time per call of `run` (on the current CUDA stream), from events around
+    `runs` back-to-back calls queued behind a wait kernel."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(_QUEUE_CYCLES)
+    start.record()
+    for _ in range(runs):
+        run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1000.0 / runs
+
+
+def _wall_time(run, runs: int) -> float:
+    """Seconds per call of `run` by the host's clock (values off CUDA: nothing runs async)."""
+    start = time.perf_counter()
+    for _ in range(runs):
+        run()
+    return (time.perf_counter() - start) / runs
+
+
 # Past this many measured signatures of one primitive (shapes that change on every call),
 # a new signature takes that primitive's most frequent choice without measuring.
 _MEASURED_PER_PRIMITIVE = 64
@@ -141,11 +170,11 @@ def _signature(prim, vals, params):
     return prim.name, shapes, repr(sorted(params.items()))
 
 
-def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
+def _run_faster(prim, vals, params, timer=_gpu_time):
     """The route's or the fallback's result, whichever the measurement for this signature
     chose; None means "run the fallback". The first call of a signature runs both (the
     route first, so its compile and autotuning stay out of the timing), times `_TIMED_RUNS`
-    more runs of each, and keeps the faster."""
+    more runs of each with `timer(run, runs) -> seconds per run`, and keeps the faster."""
     key = _signature(prim, vals, params)
     choice = _choices.get(key)
     if choice is None:
@@ -161,20 +190,9 @@ def _run_faster(prim, vals, params, sync=torch.cuda.synchronize):
         _choices[key] = "fallback"
         return None
     _reference_on_cuda(prim, vals, params)  # warm-up, as the route's first run was
-    best = {}
-    runs = (
-        ("kernel", lambda: without_grad(prim.routes["cuda"], *vals, **params)),
-        ("fallback", lambda: _reference_on_cuda(prim, vals, params)),
-    )
-    for name, run in runs:
-        for _ in range(_TIMED_RUNS):
-            sync()
-            start = time.perf_counter()
-            run()
-            sync()
-            elapsed = time.perf_counter() - start
-            best[name] = min(best.get(name, elapsed), elapsed)
-    _choices[key] = "kernel" if best["kernel"] <= best["fallback"] else "fallback"
+    kernel = timer(lambda: without_grad(prim.routes["cuda"], *vals, **params), _TIMED_RUNS)
+    fallback = timer(lambda: _reference_on_cuda(prim, vals, params), _TIMED_RUNS)
+    _choices[key] = "kernel" if kernel <= fallback else "fallback"
     return out
 
 

@@ -78,13 +78,12 @@ def test_auto_selection_keeps_the_faster_and_measures_once(monkeypatch):
 
     prim = PRIMITIVES["matmul"]
     _dispatch.clear_kernel_choices()
-    no_sync = lambda: None  # noqa: E731  (CPU tensors: nothing to wait for)
     # A fallback slowed well past the kernel: the kernel is kept.
     slow_impl = _Slowed(prim.impl, 0.5)
     monkeypatch.setattr(prim, "impl", slow_impl)
     vals, params = _matmul_operands(6)
     triton_kernels.reset_launch_counts()
-    out = _dispatch._run_faster(prim, vals, params, sync=no_sync)
+    out = _dispatch._run_faster(prim, vals, params, timer=_dispatch._wall_time)
     ref = slow_impl.fn(*vals, **params)
     assert torch.allclose(out, ref, atol=1e-5)
     ((key, choice),) = _dispatch.kernel_choices().items()
@@ -92,7 +91,7 @@ def test_auto_selection_keeps_the_faster_and_measures_once(monkeypatch):
     measured = triton_kernels.launch_counts()["matmul"]
     assert measured == 1 + _dispatch._TIMED_RUNS and slow_impl.calls == 1 + _dispatch._TIMED_RUNS
     # Later calls with this signature run the kernel alone, without measuring again.
-    _dispatch._run_faster(prim, vals, params, sync=no_sync)
+    _dispatch._run_faster(prim, vals, params, timer=_dispatch._wall_time)
     assert triton_kernels.launch_counts()["matmul"] == measured + 1
     assert slow_impl.calls == 1 + _dispatch._TIMED_RUNS
     monkeypatch.undo()
@@ -100,10 +99,10 @@ def test_auto_selection_keeps_the_faster_and_measures_once(monkeypatch):
     # Interpreted Triton is far slower than torch's CPU matmul: a new signature (other rows)
     # chooses the fallback, and its later calls return None (run the fallback) at once.
     vals, params = _matmul_operands(9)
-    _dispatch._run_faster(prim, vals, params, sync=no_sync)
+    _dispatch._run_faster(prim, vals, params, timer=_dispatch._wall_time)
     assert sorted(_dispatch.kernel_choices().values()) == ["fallback", "kernel"]
     triton_kernels.reset_launch_counts()
-    assert _dispatch._run_faster(prim, vals, params, sync=no_sync) is None
+    assert _dispatch._run_faster(prim, vals, params, timer=_dispatch._wall_time) is None
     assert triton_kernels.launch_counts() == {}
     _dispatch.clear_kernel_choices()
     assert _dispatch.kernel_choices() == {}
@@ -160,13 +159,35 @@ def test_auto_selection_stops_measuring_a_primitive_with_ever_new_shapes(monkeyp
     _dispatch.clear_kernel_choices()
     monkeypatch.setattr(_dispatch, "_MEASURED_PER_PRIMITIVE", 2)
     prim = PRIMITIVES["matmul"]
-    no_sync = lambda: None  # noqa: E731
     for rows in (3, 4):  # measured: the interpreted kernel loses to torch each time
-        _dispatch._run_faster(prim, *_matmul_operands(rows), sync=no_sync)
+        _dispatch._run_faster(prim, *_matmul_operands(rows), timer=_dispatch._wall_time)
     assert sorted(_dispatch.kernel_choices().values()) == ["fallback", "fallback"]
     # A third shape takes the primitive's usual choice at once: no kernel launch at all.
     triton_kernels.reset_launch_counts()
-    assert _dispatch._run_faster(prim, *_matmul_operands(5), sync=no_sync) is None
+    assert _dispatch._run_faster(prim, *_matmul_operands(5), timer=_dispatch._wall_time) is None
     assert triton_kernels.launch_counts() == {}
     assert len(_dispatch.kernel_choices()) == 2
     _dispatch.clear_kernel_choices()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_auto_measures_gpu_time_not_the_hosts():
+    """'auto' times each side by GPU work: a call that keeps the host busy but launches
+    nothing measures (near) zero, a chain of large products measures what they take."""
+    import time
+
+    from keratron.ops import _dispatch
+
+    a = torch.randn(2048, 2048, device="cuda")
+    flops = 3 * 2 * 2048**3
+
+    def busy_host():  # 0.3 ms of host work, no GPU work
+        end = time.perf_counter() + 3e-4
+        while time.perf_counter() < end:
+            pass
+
+    host = _dispatch._gpu_time(busy_host, 3)
+    gpu = _dispatch._gpu_time(lambda: a @ a @ a @ a, 3)
+    assert host < 5e-5, host
+    # between 1 and 2,000 TFLOP/s: the products' own time, not an idle host's
+    assert flops / 2e15 < gpu < flops / 1e12, gpu
