@@ -1,6 +1,7 @@
 #!/bin/bash
 # On a GPU machine: the Triton test suite on CUDA tensors with each kernel's first config
-# (pinned), the whole-step CUDA graph tests (capture, replay, bitwise against uncaptured), and,
+# (pinned), the whole-step CUDA graph tests (capture, replay, bitwise against uncaptured) and
+# fit/evaluate/predict on CUDA against CPU from the same weights, and,
 # when T_TUNED is above 0, the Triton suite autotuned over every config. Everything goes to
 # $OUT/tests.log (or ./gpu-logs/tests.log); failures and summaries are echoed.
 OUT=${OUT:-gpu-logs}
@@ -15,10 +16,10 @@ summary() { grep -E "^(FAILED|ERROR)|passed|failed" "$LOG" | tail -${1:-20}; }
 echo "== pinned" >>"$LOG"
 KERATRON_TEST_TRITON_PIN=1 timeout ${T_PIN:-200} $PYTEST -n ${JOBS:-4} >>"$LOG" 2>&1
 echo "pinned tests rc=$?"; summary
-echo "== cuda graphs" >>"$LOG"
-timeout ${T_GRAPHS:-40} python3 -m pytest -q -p no:cacheprovider \
-    tests/autodiff/test_cuda_graphs.py >>"$LOG" 2>&1
-echo "cuda graph tests rc=$?"; tail -15 "$LOG"
+echo "== cuda graphs, fit on CUDA against CPU" >>"$LOG"
+KERATRON_TEST_TRITON_PIN=1 timeout ${T_GRAPHS:-40} python3 -m pytest -q -p no:cacheprovider \
+    tests/autodiff/test_cuda_graphs.py tests/models/test_cuda_fit_parity.py >>"$LOG" 2>&1
+echo "cuda graph and parity tests rc=$?"; tail -15 "$LOG"
 if [ "${T_TUNED:-300}" -gt 0 ]; then
     echo "== autotuned" >>"$LOG"
     timeout ${T_TUNED:-300} $PYTEST -n ${JOBS:-4} >>"$LOG" 2>&1

@@ -1,0 +1,75 @@
+"""On a GPU: `fit`, `evaluate` and `predict` of the same model from the same weights give what
+they give on CPU (float32 throughout; the GPU step is a replayed CUDA graph under backend
+"auto", so Triton kernels or cuBLAS/cuDNN, whichever measured faster). Skipped without CUDA;
+`bench/gpu_tests.sh` runs it on a GPU machine."""
+
+import numpy as np
+import pytest
+import torch
+
+import keratron
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+L = keratron.layers
+
+
+def _mlp():
+    return [keratron.Input((64,)), L.Dense(128, activation="relu"), L.Dense(10)], (64,)
+
+
+def _cnn():
+    stack = [
+        keratron.Input((12, 12, 2)),
+        L.Conv2D(16, 3, activation="relu"),
+        L.MaxPooling2D(2),
+        L.DepthwiseConv2D(3, padding="same"),
+        L.Flatten(),
+        L.Dense(10),
+    ]
+    return stack, (12, 12, 2)
+
+
+def _lstm():
+    return [keratron.Input((9,), dtype="int32"), L.Embedding(50, 16), L.LSTM(24), L.Dense(10)], None
+
+
+@pytest.mark.parametrize("make", [_mlp, _cnn, _lstm], ids=["mlp", "cnn", "lstm"])
+def test_cuda_fit_matches_cpu(make):
+    rng = np.random.default_rng(0)
+    stack, shape = make()
+    n = 256
+    x = (
+        rng.integers(0, 50, (n, 9)).astype("int32")
+        if shape is None
+        else rng.standard_normal((n, *shape)).astype("float32")
+    )
+    y = rng.integers(0, 10, n)
+    keratron.utils.set_random_seed(0)
+    cpu = keratron.Sequential(stack)
+    with keratron.device("cuda"):
+        gpu = keratron.Sequential(make()[0])
+    gpu.set_weights(cpu.get_weights())
+    results = []
+    for model in (cpu, gpu):
+        model.compile(
+            optimizer=keratron.optimizers.Adam(1e-3),
+            loss=keratron.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
+        hist = model.fit(x, y, batch_size=32, epochs=3, verbose=0, shuffle=False)
+        results.append(
+            (
+                hist.history["loss"],
+                model.evaluate(x, y, batch_size=64, verbose=0),
+                model.predict(x, batch_size=64, verbose=0),
+                model.get_weights(),
+            )
+        )
+    (loss_c, eval_c, pred_c, w_c), (loss_g, eval_g, pred_g, w_g) = results
+    assert any(v.device.type == "cuda" for v in (w._value for w in gpu.weights))
+    np.testing.assert_allclose(loss_g, loss_c, rtol=2e-3)
+    np.testing.assert_allclose(eval_g, eval_c, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(pred_g, pred_c, rtol=2e-3, atol=2e-3 * np.abs(pred_c).max())
+    for a, b in zip(w_g, w_c):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3 * max(np.abs(b).max(), 1e-3))
