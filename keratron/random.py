@@ -10,7 +10,10 @@ of a (seed, counter) pair:
 - `seed=None` uses the global `SeedGenerator`, which `keratron.utils.set_random_seed` resets.
 
 The pair is mixed into a 64-bit generator seed (splitmix64, so nearby seeds and counters give
-unrelated streams) and a per-thread, per-device `torch.Generator` is re-seeded with it. The
+unrelated streams) and a per-thread, per-device `torch.Generator` is re-seeded with it. A step
+captured as a CUDA graph draws from a generator registered with the graph instead (normal,
+uniform, truncated normal and dropout masks from a SeedGenerator or the global one), so each
+replay draws fresh numbers; int-seeded draws keep a step uncaptured. The
 sampling primitives are effects (`effect=True`): a graph compiler must never merge, fold or
 drop them. They take the seed as a parameter (an int, a SeedGenerator or None, resolved when
 the primitive runs), so a compiled step that replays them draws fresh values each time.
@@ -19,6 +22,7 @@ On the "meta" device (shape inference) nothing is drawn and no counter advances.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import numbers
@@ -29,6 +33,7 @@ import numpy as np
 import torch
 
 from keratron import config
+from keratron.autodiff import cuda_graphs
 from keratron.autodiff.dtypes import is_float, is_int, standardize_dtype, to_torch_dtype
 from keratron.autodiff.primitive import Primitive
 from keratron.autodiff.tensor import Tensor, Variable
@@ -190,11 +195,24 @@ class _ThreadGenerators(threading.local):
 _generators = _ThreadGenerators()
 
 
+class _CaptureGenerators(threading.local):
+    def __init__(self):
+        self.by_device: dict[str, torch.Generator] | None = None
+
+
+# While a CUDA graph captures a step on this thread: {device: the graph's generator}.
+_capturing = _CaptureGenerators()
+
+
 def _generator(seed, device) -> torch.Generator:
     """Resolves `seed` (int / SeedGenerator / None) to a freshly seeded generator on `device`.
 
     Called only when a sampling primitive runs, so a replayed graph advances its
-    SeedGenerators exactly as eager code does.
+    SeedGenerators exactly as eager code does. While a CUDA graph captures a step, a draw
+    from a SeedGenerator (or the global one) uses the graph's own registered generator
+    instead, unseeded: each replay of the graph advances that generator's offset on the
+    device, so every replay draws fresh numbers (the SeedGenerator's counter advances once,
+    at capture).
     """
     if seed is None:
         key = global_seed_generator()._next_key()
@@ -203,6 +221,15 @@ def _generator(seed, device) -> torch.Generator:
     else:
         key = _mix(seed, 0)
     dev = str(torch.device(device))
+    captured = _capturing.by_device
+    if captured is not None and torch.device(device).type == "cuda":
+        gen = captured.get(_cuda_key(device))
+        if gen is None or not isinstance(seed, (SeedGenerator, type(None))):
+            raise RuntimeError(
+                f"a random draw on {dev} (seed={seed!r}) while a CUDA graph captures a step "
+                "has no graph-safe generator"
+            )
+        return gen
     gen = _generators.by_device.get(dev)
     if gen is None:
         gen = _generators.by_device[dev] = torch.Generator(device=dev)
@@ -212,6 +239,49 @@ def _generator(seed, device) -> torch.Generator:
 
 def _is_meta(device) -> bool:
     return torch.device(device).type == "meta"
+
+
+# ------------------------------------------------------------------------------ CUDA graphs
+def _cuda_key(device) -> str:
+    device = torch.device(device)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return f"cuda:{index}"
+
+
+def _capture_rule(params) -> str | None:
+    if isinstance(params.get("seed"), (SeedGenerator, type(None))):
+        return None
+    return (
+        "draws with a fixed int seed (the same numbers at every call), which a replayed "
+        "graph cannot re-seed"
+    )
+
+
+# The samplers a captured graph replays with fresh numbers (those whose kernels draw from a
+# generator without a host read).
+_GRAPH_SAFE = ("random_normal", "random_uniform", "random_truncated_normal", "random_dropout_mask")
+
+
+@contextlib.contextmanager
+def _graph_generator(graph, device, plan):
+    """Capture hook: before a step with random draws is captured on CUDA, a generator seeded
+    from the global SeedGenerator is registered with `graph` (each replay advances its
+    offset), and the step's draws use it while the capture runs."""
+    if plan is not None and not any(name in _GRAPH_SAFE for name in plan.nodes):
+        yield None
+        return
+    key = _cuda_key(device)
+    index = int(key.split(":")[1])
+    gen = torch.cuda.default_generators[index].clone_state()
+    gen.manual_seed(global_seed_generator()._next_key())
+    with torch.cuda.device(index):
+        graph.register_generator_state(gen)
+    previous = _capturing.by_device
+    _capturing.by_device = {key: gen}
+    try:
+        yield gen
+    finally:
+        _capturing.by_device = previous
 
 
 # ------------------------------------------------------------------------------ validation
@@ -323,6 +393,9 @@ dropout_mask_p = Primitive(
     abstract=lambda x, *, shape, **_: torch.empty(shape, dtype=x.dtype, device="meta"),
     effect=True,
 )
+for _prim in (normal_p, uniform_p, truncated_normal_p, dropout_mask_p):
+    cuda_graphs.register_capture_rule(_prim, _capture_rule)
+cuda_graphs.register_capture_hook(_graph_generator)
 
 
 def _permutation_impl(x, *, axis, seed):

@@ -16,7 +16,10 @@ not known to be graph-safe is not captured.
 - A primitive with `effect` (a random draw: keratron.random re-seeds a generator from a
   host-side (seed, counter) key at every draw) is captured only when a capture rule says it is
   graph-safe; a pure primitive is captured unless a rule names what makes it unsafe (Python
-  state it keeps across calls, a host read). Rules: `register_capture_rule`.
+  state it keeps across calls, a host read). Rules: `register_capture_rule`; a rule may look at
+  the call's parameters (a draw from a SeedGenerator is graph-safe, one with a fixed int seed
+  is not). keratron.random's capture hook (`register_capture_hook`) gives each captured graph
+  a generator of its own, registered with the graph, so that every replay draws fresh numbers.
 - A variable assignment is captured; its write count is bumped after every replay, so the
   caches that check write counts (a compiled prelude) see the change.
 - An opaque effect (an optimizer update, a metric's confusion-matrix update) is captured only
@@ -35,6 +38,7 @@ while capturing) is reported the same way, and the step runs uncaptured from the
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -44,13 +48,22 @@ import torch
 from keratron import config
 from keratron.autodiff.primitive import Primitive, without_grad
 
-__all__ = ["CapturePlan", "GraphedStep", "capture_plan", "register_capture_rule"]
+__all__ = [
+    "CapturePlan",
+    "GraphedStep",
+    "capture_plan",
+    "register_capture_hook",
+    "register_capture_rule",
+]
 
-# Primitive -> None (graph-safe) or the reason it is not; see register_capture_rule.
+# Primitive -> None (graph-safe), the reason it is not, or a function of the call's params
+# giving one of those; see register_capture_rule.
 _RULES: dict = {}
+# Context-manager factories entered around every capture; see register_capture_hook.
+_HOOKS: list = []
 
 
-def register_capture_rule(prim: Primitive, reason: str | None) -> Primitive:
+def register_capture_rule(prim: Primitive, reason) -> Primitive:
     """Declares whether `prim` may run inside a CUDA graph.
 
     Args:
@@ -58,17 +71,27 @@ def register_capture_rule(prim: Primitive, reason: str | None) -> Primitive:
         reason: None when a replay of the captured kernel does what a call does (an effect
             primitive whose state is device-resident, e.g. a sampler on a graph-registered
             generator); otherwise what makes it unsafe ("keeps its running extremes in a
-            Python dict"), which the warning shows.
+            Python dict"), which the warning shows; or a function of the call's parameters
+            (a dict) that returns one of those.
 
     Returns:
         `prim`.
     """
-    if reason is not None and not isinstance(reason, str):
+    if reason is not None and not isinstance(reason, str) and not callable(reason):
         raise TypeError(
-            f"register_capture_rule: `reason` must be None or a string. Received: {reason!r}"
+            "register_capture_rule: `reason` must be None, a string or a function of the "
+            f"call's parameters. Received: {reason!r}"
         )
     _RULES[prim] = reason
     return prim
+
+
+def register_capture_hook(hook) -> None:
+    """Adds `hook(graph, device, plan)`, a context manager entered before a step's capture
+    begins and left after it ends, with the `torch.cuda.CUDAGraph` about to capture, the
+    device and the step's `CapturePlan` (keratron.random registers a generator with the
+    graph there). What it yields is kept as long as the graph."""
+    _HOOKS.append(hook)
 
 
 @dataclass
@@ -141,8 +164,10 @@ def capture_plan(compiled, device=None) -> CapturePlan:
             prim = node.prim
             nodes.append(prim.name)
             if prim in _RULES:
-                if _RULES[prim] is not None:
-                    note(f"primitive {prim.name!r} {_RULES[prim]}")
+                rule = _RULES[prim]
+                reason = rule(node.params) if callable(rule) else rule
+                if reason is not None:
+                    note(f"primitive {prim.name!r} {reason}")
             elif prim.effect:
                 note(
                     f"primitive {prim.name!r} is an effect with no graph-safe form (a random "
@@ -217,13 +242,16 @@ def _on_side_stream(device, fn):
     return out
 
 
-def _capture_into(device, fn):
+def _capture_into(device, fn, plan=None):
     """(a `torch.cuda.CUDAGraph` holding the kernels `fn()` launches, `fn()`'s outputs: the
-    graph's static output buffers). The graph has its own memory pool."""
+    graph's static output buffers, what the capture hooks yielded). The graph has its own
+    memory pool."""
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=_side_stream(device)):
-        outs = fn()
-    return graph, outs
+    with contextlib.ExitStack() as hooks:
+        kept = [hooks.enter_context(hook(graph, device, plan)) for hook in _HOOKS]
+        with torch.cuda.graph(graph, stream=_side_stream(device)):
+            outs = fn()
+    return graph, outs, kept
 
 
 class GraphedStep:
@@ -246,6 +274,7 @@ class GraphedStep:
         self._static_inputs: list = []
         self._static_outputs: tuple = ()
         self._bound: list = []
+        self._kept: list = []  # what the capture hooks gave the graph (its generators)
         self._lock = threading.Lock()
 
     @property
@@ -311,8 +340,10 @@ class GraphedStep:
         # so it follows weight updates without a host-side check.
         pre: list = [None, None]
         try:
-            graph, outs = _capture_into(
-                device, lambda: without_grad(compiled._replay, static, compiled._capture_vars, pre)
+            graph, outs, self._kept = _capture_into(
+                device,
+                lambda: without_grad(compiled._replay, static, compiled._capture_vars, pre),
+                self.plan,
             )
         except Exception as e:  # torch reports a host sync or unsupported call while capturing
             self.failed = f"capture failed ({type(e).__name__}: {e})"

@@ -74,14 +74,48 @@ def test_sparse_labels_are_capturable():
     assert "check_class_ids" in plan.nodes
 
 
-def test_random_draws_are_not_capturable():
-    model = _model(layers=[keratron.layers.Dropout(0.5)])
+def test_seed_generator_draws_are_capturable_fixed_seeds_and_other_samplers_are_not():
+    # Dropout draws from its SeedGenerator: a graph-registered generator replays it fresh.
+    model = _model(layers=[keratron.layers.Dropout(0.5), keratron.layers.GaussianNoise(0.1)])
     plan = _train_plan(model, _batch())
+    assert plan.capturable, plan.reason
+    assert {"random_dropout_mask", "random_normal"} <= set(plan.nodes)
+    x = np.ones((4, 4), "float32")
+    fixed = keratron.function(lambda t: keratron.random.dropout(t, 0.5, seed=3))
+    plan = capture_plan(fixed.get_concrete_graph(x))
     assert not plan.capturable
-    assert "random_dropout_mask" in plan.reason and "host-side seed" in plan.reason
-    # the same model without randomness at inference is capturable
-    f = keratron.function(model.predict_step, cuda_graphs=True)
-    assert capture_plan(f.get_concrete_graph((_batch()[0],))).capturable
+    assert "random_dropout_mask" in plan.reason and "fixed int seed" in plan.reason
+    ints = keratron.function(
+        lambda t: t + keratron.ops.cast(keratron.random.randint((4,), 0, 5), "float32")
+    )
+    plan = capture_plan(ints.get_concrete_graph(x))
+    assert not plan.capturable
+    assert "random_randint" in plan.reason and "host-side seed" in plan.reason
+
+
+def test_draws_under_a_capture_use_the_graphs_generator_unseeded():
+    from keratron import random as krandom
+
+    graph_gen = torch.Generator().manual_seed(123)
+    seeds = keratron.random.SeedGenerator(7)
+    state = graph_gen.get_state()
+    krandom._capturing.by_device = {"cuda:0": graph_gen}
+    try:
+        assert krandom._generator(seeds, "cuda:0") is graph_gen
+        assert krandom._generator(None, torch.device("cuda", 0)) is graph_gen
+        # an int seed would bake one draw into the graph; a CPU draw is not captured at all
+        with pytest.raises(RuntimeError, match="no graph-safe generator"):
+            krandom._generator(5, "cuda:0")
+        assert krandom._generator(seeds, "cpu") is not graph_gen
+    finally:
+        krandom._capturing.by_device = None
+    assert torch.equal(graph_gen.get_state(), state)  # not re-seeded
+    # The hook leaves a step without graph-safe draws alone (no generator, no seed consumed).
+    before = krandom.global_seed_generator()._next_key()
+    plan = cuda_graphs.CapturePlan(capturable=True, nodes=["matmul", "add"])
+    with krandom._graph_generator(object(), "cuda:0", plan) as kept:
+        assert kept is None and krandom._capturing.by_device is None
+    assert krandom.global_seed_generator()._next_key() != before
 
 
 @pytest.mark.parametrize(
@@ -243,14 +277,14 @@ def stand_in(monkeypatch):
         pytest.skip("the stand-in models a CUDA graph on CPU; CUDA runs the real capture below")
     captures = []
 
-    def capture_into(device, fn):
+    def capture_into(device, fn, plan=None):
         # A capture records kernels without running them: the step's state is left as found.
         saved = [v._value.clone() for v in _state]
         outs = fn()
         for v, value in zip(_state, saved):
             v._value.copy_(value)
         captures.append(fn)
-        return _StandInGraph(fn, outs), outs
+        return _StandInGraph(fn, outs), outs, []
 
     monkeypatch.setattr(cuda_graphs, "_capture_into", capture_into)
     monkeypatch.setattr(cuda_graphs, "_on_side_stream", lambda device, fn: fn())
@@ -323,7 +357,7 @@ def test_outputs_are_copies(stand_in):
 
 
 def test_failed_capture_warns_once_and_runs_uncaptured(monkeypatch):
-    def fail(device, fn):
+    def fail(device, fn, plan=None):
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(cuda_graphs, "_capture_into", fail)
@@ -340,9 +374,9 @@ def test_failed_capture_warns_once_and_runs_uncaptured(monkeypatch):
 
 
 def test_not_capturable_plan_warns_once_naming_the_cause(stand_in):
-    model = _model(layers=[keratron.layers.Dropout(0.5)])
+    model = _model(optimizer=keratron.optimizers.SGD(lambda: 0.1))
     fa, step = _graphed(model, _batch())
-    with pytest.warns(UserWarning, match="runs without a CUDA graph: .*random_dropout_mask"):
+    with pytest.warns(UserWarning, match="runs without a CUDA graph: .*Python callable"):
         fa(_batch())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -408,6 +442,38 @@ def test_cuda_fit_and_predict_with_and_without_graphs_agree():
     np.testing.assert_array_equal(pa, pb)
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_array_equal(wa, wb)
+
+
+@cuda
+def test_cuda_dropout_replays_draw_fresh_masks():
+    keratron.utils.set_random_seed(1)
+    with keratron.device("cuda"):
+        layer = keratron.layers.Dropout(0.5)
+        f = keratron.function(lambda t: layer(t, training=True), cuda_graphs=True)
+        x = keratron.Tensor(torch.ones(64, 256, device="cuda"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # captured: nothing to warn about
+            outs = [f(x).numpy() for _ in range(5)]
+    step = f.get_concrete_graph(x).graphed
+    assert step is not None and step.captured and step.replays == 4
+    for i, out in enumerate(outs):
+        assert set(np.unique(out)) <= {0.0, 2.0}
+        assert 0.45 < (out != 0).mean() < 0.55
+        for earlier in outs[:i]:
+            assert (out != earlier).mean() > 0.3  # independent masks differ in about half
+
+
+@cuda
+def test_cuda_fit_with_dropout_is_captured():
+    keratron.utils.set_random_seed(2)
+    with keratron.device("cuda"):
+        model = _model(units=8, inputs=32, layers=[keratron.layers.Dropout(0.3)])
+    x, y = (t.numpy() for t in _batch(n=256, inputs=32, units=8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hist = model.fit(x, y, batch_size=32, epochs=3, verbose=0)
+    losses = hist.history["loss"]
+    assert np.isfinite(losses).all() and losses[-1] < losses[0]
 
 
 @cuda
