@@ -11,6 +11,9 @@ still gives the main figures.
 Columns:
 - keratron: `fit`, kernel backend "auto", CUDA graphs as configured (on by default);
 - keratron-bf16: the same under the mixed_bfloat16 policy;
+- keratron-tf32: the same with float32 products on TF32 tensor cores
+  (`set_float32_matmul_precision("tf32")`; keratron's default is IEEE float32, while torch's
+  eager convolutions use TF32 by default and its matmuls IEEE);
 - keratron-nographs, keratron-fallback, keratron-triton: graphs off; the torch/cuBLAS/cuDNN
   fallback only; the Triton routes only (pinned to each kernel's first config, so a compile
   per kernel and no tuning);
@@ -53,6 +56,7 @@ COLUMNS = (
     "torch-compile-ro",
     "keratron-bf16",
     "torch-bf16",
+    "keratron-tf32",
     "torch-compile",
     "keratron-nographs",
     "keratron-fallback",
@@ -61,7 +65,7 @@ COLUMNS = (
 # Which columns run in the first pass (every workload), then the second, then the third.
 PASSES = (
     ("keratron", "torch"),
-    ("torch-compile-ro", "keratron-bf16", "torch-bf16"),
+    ("torch-compile-ro", "keratron-bf16", "torch-bf16", "keratron-tf32"),
     ("torch-compile", "keratron-nographs", "keratron-fallback", "keratron-triton"),
 )
 
@@ -102,6 +106,9 @@ def keratron_rate(wl, x, y, column, rounds):
         os.environ["KERATRON_TRITON_PIN"] = "1"
     if column == "keratron-bf16":
         kt.mixed_precision.set_global_policy("mixed_bfloat16")
+    torch_flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    if column == "keratron-tf32":
+        kt.config.set_float32_matmul_precision("tf32")
     try:
         kt.utils.set_random_seed(0)
         if wl.model == "mobilenet":
@@ -129,6 +136,9 @@ def keratron_rate(wl, x, y, column, rounds):
         kt.config.set_kernel_backend(None)
         kt.config.set_cuda_graphs(True)
         kt.mixed_precision.set_global_policy("float32")
+        kt.config.set_float32_matmul_precision(None)
+        # the eager-loop columns run at torch's own defaults
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = torch_flags
         if pinned is None:
             os.environ.pop("KERATRON_TRITON_PIN", None)
 
