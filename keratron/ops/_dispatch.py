@@ -131,17 +131,30 @@ def _run_kernel(prim, vals, params):
 # ("auto" on CUDA) call signature -> "kernel" or "fallback", whichever measured faster.
 _choices: dict = {}
 _TIMED_RUNS = 3
-# GPU cycles of the wait queued ahead of the timed runs (about 2 ms at 2 GHz): the host
-# queues the runs while the GPU waits, so the events around them time the GPU's work alone.
+# The wait queued ahead of the timed runs, in GPU cycles: at least about 2 ms at 2 GHz, and
+# 1.5 times the host's time to queue the runs at up to 2 GHz. The host queues the runs while
+# the GPU waits, so the events around them time the GPU's work alone, also for a fallback
+# that launches a few kernels per time step of an LSTM.
 _QUEUE_CYCLES = 4_000_000
+_QUEUE_HZ = 2.0e9
+
+
+def _queue_cycles(host_seconds: float, runs: int) -> int:
+    """GPU cycles to wait ahead of `runs` calls that each take `host_seconds` to queue."""
+    return max(_QUEUE_CYCLES, int(1.5 * runs * host_seconds * _QUEUE_HZ))
 
 
 def _gpu_time(run, runs: int) -> float:
     """Seconds of GPU time per call of `run` (on the current CUDA stream), from events around
-    `runs` back-to-back calls queued behind a wait kernel."""
+    `runs` back-to-back calls queued behind a wait kernel long enough to cover their queuing
+    (timed on one more call first)."""
+    torch.cuda.synchronize()
+    host = time.perf_counter()
+    run()
+    host = time.perf_counter() - host
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(_QUEUE_CYCLES)
+    torch.cuda._sleep(_queue_cycles(host, runs))
     start.record()
     for _ in range(runs):
         run()

@@ -170,6 +170,15 @@ def test_auto_selection_stops_measuring_a_primitive_with_ever_new_shapes(monkeyp
     _dispatch.clear_kernel_choices()
 
 
+def test_auto_waits_longer_than_the_host_takes_to_queue_the_timed_runs():
+    from keratron.ops import _dispatch
+
+    # A route that queues in microseconds gets the floor; a fallback that takes 4 ms of host
+    # time a call (an LSTM backward of a few launches per step) gets 1.5x its 12 ms at 2 GHz.
+    assert _dispatch._queue_cycles(2e-5, 3) == _dispatch._QUEUE_CYCLES
+    assert _dispatch._queue_cycles(4e-3, 3) == int(1.5 * 12e-3 * 2e9)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_auto_measures_gpu_time_not_the_hosts():
     """'auto' times each side by GPU work: a call that keeps the host busy but launches
@@ -189,5 +198,12 @@ def test_auto_measures_gpu_time_not_the_hosts():
     host = _dispatch._gpu_time(busy_host, 3)
     gpu = _dispatch._gpu_time(lambda: a @ a @ a @ a, 3)
     assert host < 5e-5, host
+
+    def busier_host():  # 1.5 ms a call: three of them outlast the 2 ms floor of the wait
+        end = time.perf_counter() + 1.5e-3
+        while time.perf_counter() < end:
+            pass
+
+    assert _dispatch._gpu_time(busier_host, 3) < 5e-5
     # between 1 and 2,000 TFLOP/s: the products' own time, not an idle host's
     assert flops / 2e15 < gpu < flops / 1e12, gpu
