@@ -321,13 +321,18 @@ def _rel_errors(got, want) -> str:
 @contextlib.contextmanager
 def _lstm_plan(kernels, name):
     """Runs the LSTM routes under plan `name` ("resident", "streamed", "steps") whatever the
-    size, by swapping the kernel module's `plan` for the scope."""
+    size, by swapping the kernel module's `plan` for the scope. The routes' launch caches are
+    emptied on entry and exit: a signature cached under one plan would replay it."""
+    from keratron.triton_kernels._common import forget_launches
+
     original = kernels.plan
     kernels.plan = lambda units, dtype: name
+    forget_launches()
     try:
         yield
     finally:
         kernels.plan = original
+        forget_launches()
 
 
 def _time_plan(layer, lstm, lstm_grad, do_bench) -> tuple:
