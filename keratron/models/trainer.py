@@ -65,6 +65,48 @@ def _same_device(value, target) -> bool:
     return dev.type == target.type and (target.index is None or dev.index == target.index)
 
 
+def _on_gpu(value) -> bool:
+    return value.device.type == "cuda"
+
+
+class _PredictOutputs:
+    """`predict`'s batch outputs, gathered. Outputs on a GPU stay there and reach the host once,
+    concatenated, when `merged` is called (a transfer per batch would make the host wait for
+    each batch and leave the GPU idle while the next one is queued, as Keras's predict keeps
+    device tensors until the end); other outputs become numpy arrays as they come."""
+
+    def __init__(self, kept_on_device=_on_gpu):
+        self._kept_on_device = kept_on_device
+        self.structure = None
+        self.buckets = None
+
+    def add(self, out) -> None:
+        flat = [self._entry(o) for o in tree.flatten(out)]
+        if self.buckets is None:
+            self.structure, self.buckets = out, [[f] for f in flat]
+        else:
+            for bucket, f in zip(self.buckets, flat):
+                bucket.append(f)
+
+    def _entry(self, o):
+        if o is None:
+            return None
+        if isinstance(o, Tensor) and self._kept_on_device(o._value):
+            return o
+        return np.asarray(o)
+
+    def merged(self):
+        import torch
+
+        merged = []
+        for bucket in self.buckets:
+            if isinstance(bucket[0], Tensor):
+                merged.append(np.asarray(Tensor(torch.cat([t._value for t in bucket], 0))))
+            else:
+                merged.append(np.concatenate(bucket, axis=0))
+        return tree.pack_sequence_as(self.structure, merged)
+
+
 class Trainer:
     """Mixin giving `Model` its training loop (see the module docstring)."""
 
@@ -792,27 +834,21 @@ class Trainer:
         distribute_hooks.sync_replicas(self, training=False)  # distribute
         self.stop_predicting = False
         callbacks.on_predict_begin()
-        collected = None
+        collected = _PredictOutputs()
         for begin, end, batches in iterator:
             callbacks.on_predict_batch_begin(begin)
             for out in predict_function(batches):
-                flat = [np.asarray(o) if o is not None else None for o in tree.flatten(out)]
-                if collected is None:
-                    structure, collected = out, [[f] for f in flat]
-                else:
-                    for bucket, f in zip(collected, flat):
-                        bucket.append(f)
+                collected.add(out)
                 callbacks.on_predict_batch_end(end, {"outputs": out})
             if self.stop_predicting:
                 break
         callbacks.on_predict_end()
-        if collected is None:
+        if collected.buckets is None:
             raise ValueError(
                 "Unexpected result of `predict_function` (empty batch_outputs): the input "
                 "produced no batch."
             )
-        merged = [np.concatenate(bucket, axis=0) for bucket in collected]
-        return tree.pack_sequence_as(structure, merged)
+        return collected.merged()
 
     # ------------------------------------------------------------------ single batches
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):

@@ -1,7 +1,8 @@
 """On a GPU: `fit`, `evaluate` and `predict` of the same model from the same weights give what
 they give on CPU (float32 throughout; the GPU step is a replayed CUDA graph under backend
 "auto", so Triton kernels or cuBLAS/cuDNN, whichever measured faster). Skipped without CUDA;
-`bench/gpu_tests.sh` runs it on a GPU machine."""
+`bench/gpu_tests.sh` runs it on a GPU machine. Also, on CPU, how `predict` gathers outputs
+that stay on the GPU."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import torch
 
 import keratron
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 L = keratron.layers
 
@@ -34,6 +35,7 @@ def _lstm():
     return [keratron.Input((9,), dtype="int32"), L.Embedding(50, 16), L.LSTM(24), L.Dense(10)], None
 
 
+@cuda
 @pytest.mark.parametrize("make", [_mlp, _cnn, _lstm], ids=["mlp", "cnn", "lstm"])
 def test_cuda_fit_matches_cpu(make):
     rng = np.random.default_rng(0)
@@ -73,3 +75,27 @@ def test_cuda_fit_matches_cpu(make):
     np.testing.assert_allclose(pred_g, pred_c, rtol=2e-3, atol=2e-3 * np.abs(pred_c).max())
     for a, b in zip(w_g, w_c):
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3 * max(np.abs(b).max(), 1e-3))
+
+
+def test_predict_outputs_kept_on_the_device_merge_like_host_arrays():
+    """What `predict` does with GPU outputs (kept as tensors, one transfer at the end), run
+    here on CPU tensors: the same arrays as converting each batch as it comes."""
+    from keratron.models.trainer import _PredictOutputs
+
+    rng = np.random.default_rng(0)
+    batches = [
+        {"a": rng.standard_normal((n, 3)).astype("float32"), "b": rng.integers(0, 9, (n,))}
+        for n in (4, 4, 2)
+    ]
+    kept, host = _PredictOutputs(lambda v: True), _PredictOutputs(lambda v: False)
+    for batch in batches:
+        out = {k: keratron.convert_to_tensor(v) for k, v in batch.items()}
+        kept.add(out)
+        host.add(out)
+    assert isinstance(kept.buckets[0][0], keratron.Tensor)
+    assert isinstance(host.buckets[0][0], np.ndarray)
+    got, want = kept.merged(), host.merged()
+    for k in ("a", "b"):
+        assert got[k].dtype == want[k].dtype and got[k].shape == (10,) + want[k].shape[1:]
+        np.testing.assert_array_equal(got[k], want[k])
+        np.testing.assert_array_equal(want[k], np.concatenate([b[k] for b in batches]))
