@@ -86,6 +86,9 @@ CASES = [
     ("dw_b3_5x7_m1_same_relu6", (3, 5, 7, 5), (3, 3, 1, 5), 1, "same", 1, 5, "relu6", True),
     ("dw_b1_8x8_m2_s2_same", (1, 8, 8, 5), (3, 3, 1, 10), 2, "same", 1, 5, None, False),
     ("dw_b1_5x7_m2_d2_sigmoid", (1, 5, 7, 3), (3, 3, 1, 6), 1, "same", 2, 3, "sigmoid", True),
+    # 25 taps (a 32-row accumulator in the grad-filter kernel) and 8 (exactly a power of two).
+    ("dw_b2_9x8_k5_s21_valid", (2, 9, 8, 4), (5, 5, 1, 4), (2, 1), "valid", 1, 4, None, True),
+    ("dw_b1_6x7_k2x4_m3_same_relu", (1, 6, 7, 2), (2, 4, 1, 6), 1, "same", 1, 2, "relu", False),
 ]
 
 
@@ -287,7 +290,8 @@ def test_aot_specs_cover_every_kernel_and_config():
         len(conv2d.CONFIGS)
         + len(conv2d.GRAD_INPUT_CONFIGS)
         + len(conv2d.GRAD_FILTER_CONFIGS)
-        + 3 * len(conv2d.DEPTHWISE_CONFIGS)
+        + 2 * len(conv2d.DEPTHWISE_CONFIGS)
+        + len(conv2d.DEPTHWISE_GRAD_FILTER_CONFIGS)
     )
     assert len(float32) == n_configs
     assert len({s[0] for s in specs}) == len(specs)
