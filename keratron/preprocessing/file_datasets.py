@@ -132,12 +132,15 @@ def _split(paths, labels, validation_split, subset):
     if not validation_split:
         return paths, labels
     num_val = int(validation_split * len(paths))
+    # Split at len - num_val (not at -num_val): a split that rounds to no validation file
+    # leaves every file to training, as the message says, and none to validation.
+    cut = len(paths) - num_val
     if subset == "training":
-        print_msg(f"Using {len(paths) - num_val} files for training.")
-        keep = slice(None, -num_val)
+        print_msg(f"Using {cut} files for training.")
+        keep = slice(None, cut)
     else:
         print_msg(f"Using {num_val} files for validation.")
-        keep = slice(-num_val, None)
+        keep = slice(cut, None)
     return paths[keep], (None if labels is None else labels[keep])
 
 

@@ -121,6 +121,20 @@ def test_split_dataset_matches_keras(expected, name):
     assert [_elements(left), _elements(right)] == results[name]["datasets"]
 
 
+def test_a_split_that_rounds_to_no_validation_file_trains_on_every_file(tmp_path, capsys):
+    # 4 files, validation_split=0.2: int(0.8) = 0 validation files. Training gets all four, as
+    # the printed count says (slicing at -0 had given it none), and the validation subset,
+    # empty, is a clear error, as with the image loader.
+    _make_tree(tmp_path)
+    text = keratron.utils.text_dataset_from_directory
+    kwargs = dict(labels=None, validation_split=0.2, seed=1, batch_size=None)
+    train = text(str(tmp_path / "flat"), subset="training", **kwargs)
+    assert "Using 4 files for training." in capsys.readouterr().out
+    assert sorted(train.file_paths) == sorted(str(p) for p in (tmp_path / "flat").iterdir())
+    with pytest.raises(ValueError, match="No validation text files found"):
+        text(str(tmp_path / "flat"), subset="both", **kwargs)
+
+
 def test_bad_arguments(tmp_path):
     _make_tree(tmp_path)
     text = keratron.utils.text_dataset_from_directory
