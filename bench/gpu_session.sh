@@ -5,18 +5,19 @@
 # kernel timings against torch (bench/kernels_gpu.py: float32 with TF32 dots on both sides,
 # then bfloat16 for matmul, conv and softmax cross-entropy, then an LSTM layer against cuDNN's
 # nn.LSTM), and the host time per Triton launch, end to end and with the CPU stand-in
-# (bench/launch_overhead.py).
+# (bench/launch_overhead.py); between fit and the kernels, bench/gpu_profile.py on lstm.
 #
 # Logs go to $OUT (or ./gpu-logs) in six files (the device tool brings back eight at most):
 # tests.log, fit.log, kernels.log, kernels_float32.json, kernels_bfloat16.json, launch.log.
 # `python -m tools.kernels_aot --roofline-only --measured <json>` prints a json's times beside
-# the roofline. T_PIN, T_GRAPHS, T_TUNED (0: the autotuned suite is left out), T_FIT, T_KERN,
-# T_BF16, T_LSTM and T_LAUNCH bound each part; their defaults add up to 460 s. On an H200
-# (2026-11-27) the pinned suite took 48 s and the graph and parity tests 31 s; the fit part
-# reaches keratron, the eager loop, torch.compile and bfloat16 on the four small workloads.
+# the roofline. T_PIN, T_GRAPHS, T_TUNED (0: the autotuned suite is left out), T_FIT,
+# T_PROFILE, T_KERN, T_BF16, T_LSTM and T_LAUNCH bound each part; their defaults add up to
+# 475 s. On an H200 (2026-11-27) the pinned suite took 48 s and the graph and parity tests
+# 31 s; the fit part reaches keratron, the eager loop, torch.compile and bfloat16 on the four
+# small workloads.
 OUT=${OUT:-gpu-logs}
 export OUT
-export T_PIN=${T_PIN:-75} T_GRAPHS=${T_GRAPHS:-45} T_TUNED=${T_TUNED:-0}
+export T_PIN=${T_PIN:-65} T_GRAPHS=${T_GRAPHS:-45} T_TUNED=${T_TUNED:-0}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
@@ -28,6 +29,9 @@ JOBS=${JOBS:-8} bash bench/gpu_tests.sh
 T_FIT=${T_FIT:-135}
 KERATRON_TRITON_PIN=1 timeout "$T_FIT" python3 bench/gpu_fit.py --deadline $((T_FIT - 35)) >"$OUT/fit.log" 2>&1
 echo "fit rc=$?"; cat "$OUT/fit.log"
+# Where the lstm step's time goes (the workload furthest behind the eager loop).
+timeout ${T_PROFILE:-25} python3 bench/gpu_profile.py --workloads lstm >>"$OUT/fit.log" 2>&1
+echo "profile rc=$?"; sed -n '/^lstm: /,$p' "$OUT/fit.log" | head -30
 K="$OUT/kernels.log"
 timeout ${T_KERN:-90} python3 bench/kernels_gpu.py --only matmul --only conv --only lstm \
     --only xent --json "$OUT/kernels_float32.json" >"$K" 2>&1
