@@ -163,12 +163,10 @@ class LossScaleOptimizer(Optimizer):
             def run(*values):
                 self._apply_scaled(list(values), variables)
 
-            # Whether to skip the step is read on the host, which a CUDA graph cannot replay.
+            # On CUDA the update decides on the device whether to skip (see
+            # `_apply_scaled_on_device`), so it is as graph-safe as the inner optimizer's.
             run.capture_name = f"optimizer '{self.name}' update"
-            run.capture_check = lambda: (
-                f"optimizer '{self.name}' (LossScaleOptimizer) reads on the host whether the "
-                "gradients are finite"
-            )
+            run.capture_check = lambda: self.inner_optimizer._graph_capture_blocker(variables)
             record_effect(run, checked, variables=list(variables) + self.variables)
             return
         with stop_recording_all():
@@ -176,6 +174,9 @@ class LossScaleOptimizer(Optimizer):
             self._apply_scaled(values, variables)
 
     def _apply_scaled(self, values: list, variables: list) -> None:
+        if values and values[0].is_cuda:
+            self._apply_scaled_on_device(values, variables)
+            return
         finite = torch.stack([torch.isfinite(g).all() for g in values]).all()
         counter, scale = self.step_counter._value, self.dynamic_scale._value
         mark_written([self.step_counter, self.dynamic_scale])
@@ -193,6 +194,31 @@ class LossScaleOptimizer(Optimizer):
             scale.mul_(2.0)
         else:
             counter.add_(1)
+
+    def _apply_scaled_on_device(self, values: list, variables: list) -> None:
+        """`_apply_scaled` without a host read, so that a CUDA graph can replay it: the inner
+        update always runs (on zeros where the gradients are not finite), and the variables and
+        the inner optimizer's state are then put back where the step is skipped; the counter
+        and the scale follow the same rules through `where`. Same results as the host form."""
+        finite = torch.stack([torch.isfinite(g).all() for g in values]).all()
+        counter, scale = self.step_counter._value, self.dynamic_scale._value
+        mark_written([self.step_counter, self.dynamic_scale])
+        state = [v._value for v in variables] + [v._value for v in self.inner_optimizer.variables]
+        saved = [t.clone() for t in state]
+        unscaled = [
+            torch.where(finite, g, torch.zeros_like(g))
+            if getattr(v, "overwrite_with_gradient", False)
+            else torch.where(finite, g / scale.to(g.dtype), torch.zeros_like(g))
+            for g, v in zip(values, variables)
+        ]
+        self.inner_optimizer.apply([Tensor(g) for g in unscaled], variables)
+        for t, before in zip(state, saved):
+            t.copy_(torch.where(finite, t, before))
+        mark_written(list(variables) + self.inner_optimizer.variables)
+        grow = finite & (counter == self.dynamic_growth_steps - 1)
+        counter.copy_(torch.where(finite & ~grow, counter + 1, torch.zeros_like(counter)))
+        halved_or_kept = torch.where(finite, scale, scale * 0.5)
+        scale.copy_(torch.where(grow, scale * 2.0, halved_or_kept))
 
     def finalize_variable_values(self, var_list) -> None:
         self.inner_optimizer.finalize_variable_values(var_list)

@@ -137,6 +137,14 @@ def test_optimizer_host_reads_block_capture(optimizer, expected):
     assert expected in plan.reason
 
 
+def test_loss_scale_optimizer_is_as_capturable_as_its_inner_optimizer():
+    lso = keratron.optimizers.LossScaleOptimizer
+    plan = _train_plan(_model(optimizer=lso(keratron.optimizers.Adam(1e-2))), _batch())
+    assert plan.capturable, plan.reason
+    plan = _train_plan(_model(optimizer=lso(keratron.optimizers.SGD(lambda: 0.1))), _batch())
+    assert not plan.capturable and "Python callable" in plan.reason
+
+
 def test_unchecked_optimizer_subclass_is_not_capturable():
     class Halving(keratron.optimizers.Optimizer):
         def build(self, variables):

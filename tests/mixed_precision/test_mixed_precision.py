@@ -269,6 +269,47 @@ def test_fit_skips_a_step_with_non_finite_gradients(run_eagerly):
 
 
 # ---------------------------------------------------------------------------- loss scaling
+@pytest.mark.parametrize("inner", ["adam", "sgd_momentum"])
+def test_loss_scaling_without_host_reads_matches_the_host_form(inner):
+    """The form a CUDA graph replays (the skip decided on the device, state put back where
+    the gradients are not finite) against the host form, on CPU: the same variables, slots,
+    iterations, counter and scale after every step, through finite steps, growths of the scale
+    and skipped steps (an inf, a NaN)."""
+    import torch
+
+    def make():
+        w = [
+            keratron.Variable(np.arange(6, dtype="float32").reshape(2, 3)),
+            keratron.Variable(np.ones(3, "float32")),
+        ]
+        base = (
+            keratron.optimizers.Adam(0.01, weight_decay=0.1)
+            if inner == "adam"
+            else keratron.optimizers.SGD(0.01, momentum=0.9)
+        )
+        opt = MP.LossScaleOptimizer(base, initial_scale=8.0, dynamic_growth_steps=2)
+        opt.build(w)
+        return w, opt
+
+    (wa, host), (wb, dev) = make(), make()
+    rng = np.random.default_rng(0)
+    scales = []
+    for step in range(7):
+        grads = [8 * rng.standard_normal(v.shape).astype("float32") for v in wa]
+        if step == 1:
+            grads[0][0, 1] = np.inf
+        if step == 4:
+            grads[1][2] = np.nan
+        host._apply_scaled([torch.as_tensor(g) for g in grads], wa)
+        dev._apply_scaled_on_device([torch.as_tensor(g) for g in grads], wb)
+        assert len(host.variables) == len(dev.variables)
+        for a, b in zip(wa + host.variables, wb + dev.variables):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        scales.append(float(host.dynamic_scale.numpy()))
+    assert scales == [8.0, 4.0, 4.0, 8.0, 4.0, 4.0, 8.0]
+    assert int(host.inner_optimizer.iterations.numpy()) == 5
+
+
 def test_loss_scale_optimizer_defaults_config_and_errors():
     opt = MP.LossScaleOptimizer(keratron.optimizers.SGD())
     assert opt is not None and keratron.optimizers.LossScaleOptimizer is MP.LossScaleOptimizer
