@@ -580,8 +580,18 @@ def convert_to_tensor(x, dtype=None, sparse=None, device=None) -> Tensor:
     if tdtype is not None and v.dtype != tdtype:
         v = v.to(tdtype)
     if v.device.type != torch.device(dev).type or device is not None:
-        v = v.to(dev)
+        v = _to_device(v, dev)
     return Tensor(v)
+
+
+def _to_device(v: torch.Tensor, dev) -> torch.Tensor:
+    """`v` (made on the host) on `dev`. A scalar bound for a GPU is filled there by a kernel
+    rather than copied from pageable host memory: the copy would block the host, and a CUDA
+    graph cannot capture it (a learning-rate schedule's constants inside a captured step)."""
+    target = torch.device(dev)
+    if v.dim() == 0 and target.type == "cuda":
+        return torch.full((), v.item(), dtype=v.dtype, device=target)
+    return v.to(target)
 
 
 def _leaves(x):

@@ -701,12 +701,13 @@ class Optimizer:
         if self.gradient_accumulation_steps:
             return f"{what} accumulates gradients: whether a step updates is read on the host"
         lr = self._learning_rate
-        if isinstance(lr, lrs.LearningRateSchedule):
+        if isinstance(lr, lrs.LearningRateSchedule) and type(lr) not in lrs.GRAPH_SAFE_SCHEDULES:
             return (
-                f"{what}'s learning-rate schedule {type(lr).__name__} runs eager ops on "
-                "host-made constants inside the step"
+                f"{what}'s learning-rate schedule {type(lr).__name__} is not one of Keras's "
+                "built-in schedules, whose step-dependent ops run on the device: its Python "
+                "would run once, at capture"
             )
-        if not isinstance(lr, Variable):
+        if not isinstance(lr, (Variable, lrs.LearningRateSchedule)):
             return f"{what}'s learning_rate is a Python callable, called on the host each step"
         constrained = [v.path for v in variables if v.constraint is not None]
         if constrained:

@@ -192,3 +192,37 @@ def test_cuda_placement_and_operand_moves():
         # numpy joins the CPU tensor on the CPU, whatever the default device.
         assert (y + np.ones(2, np.float32)).device == "cpu"
     np.testing.assert_array_equal((x + y).numpy(), [2.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    "value, dtype",
+    [
+        (0.1, torch.float32),
+        (1e-3, torch.bfloat16),
+        (65504.0, torch.float16),
+        (-(2**40) + 7, torch.int64),
+        (3, torch.int32),
+        (True, torch.bool),
+    ],
+)
+def test_scalars_bound_for_a_gpu_are_filled_there_not_copied(monkeypatch, value, dtype):
+    # A host-made scalar reaches a GPU through a fill kernel (asynchronous, and capturable in a
+    # CUDA graph), with exactly the value the host tensor held; arrays are copied as before.
+    # torch.full is stood in for here (no GPU): it records the call and fills on the CPU.
+    from keratron.autodiff import tensor as T
+
+    calls = []
+    real_full = torch.full
+
+    def full(size, fill_value, *, dtype=None, device=None):
+        calls.append((tuple(size), dtype, torch.device(device).type))
+        return real_full(size, fill_value, dtype=dtype)
+
+    monkeypatch.setattr(torch, "full", full)
+    host = torch.tensor(value, dtype=dtype)
+    out = T._to_device(host, "cuda")
+    assert calls == [((), dtype, "cuda")]
+    assert out.dtype == dtype and out.shape == () and torch.equal(out, host)
+    calls.clear()
+    assert torch.equal(T._to_device(torch.ones(3, dtype=dtype), "cpu"), torch.ones(3, dtype=dtype))
+    assert calls == []

@@ -3,7 +3,10 @@
 Each schedule is computed with keratron ops in the dtype of `initial_learning_rate` (float32
 for a Python float), as Keras does, so an optimizer gets the same values Keras would. Every
 branch that depends on the step is a `where`, never Python control flow, so a schedule can be
-evaluated on a device tensor without reading it back to the host.
+evaluated on a device tensor without reading it back to the host: the built-in schedules
+(`GRAPH_SAFE_SCHEDULES`) run inside a step captured as a CUDA graph, each replay reading the
+optimizer's `iterations` on the device (their constants are filled on the device, not copied
+from the host).
 """
 
 from __future__ import annotations
@@ -435,6 +438,18 @@ _SCHEDULES = {
         CosineDecayRestarts,
     )
 }
+
+
+# The schedules whose __call__ is written with device ops alone (no host read of the step, no
+# Python branch on it): a CUDA graph can capture them. Subclasses are not included.
+GRAPH_SAFE_SCHEDULES = (
+    ExponentialDecay,
+    PiecewiseConstantDecay,
+    PolynomialDecay,
+    InverseTimeDecay,
+    CosineDecay,
+    CosineDecayRestarts,
+)
 
 
 def serialize(learning_rate_schedule) -> dict:
