@@ -589,9 +589,16 @@ def _to_device(v: torch.Tensor, dev) -> torch.Tensor:
     rather than copied from pageable host memory: the copy would block the host, and a CUDA
     graph cannot capture it (a learning-rate schedule's constants inside a captured step)."""
     target = torch.device(dev)
-    if v.dim() == 0 and target.type == "cuda":
+    if v.dim() == 0 and target.type == "cuda" and v.dtype in _FILLED_DTYPES:
         return torch.full((), v.item(), dtype=v.dtype, device=target)
     return v.to(target)
+
+
+# The dtypes whose host scalars `_to_device` fills on a GPU (others are copied).
+_FILLED_DTYPES = frozenset(
+    (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.bool, torch.uint8)
+    + (torch.int8, torch.int16, torch.int32, torch.int64)
+)
 
 
 def _leaves(x):
