@@ -163,7 +163,7 @@ class LossScaleOptimizer(Optimizer):
             def run(*values):
                 self._apply_scaled(list(values), variables)
 
-            # On CUDA the update decides on the device whether to skip (see
+            # Captured on CUDA, the update decides on the device whether to skip (see
             # `_apply_scaled_on_device`), so it is as graph-safe as the inner optimizer's.
             run.capture_name = f"optimizer '{self.name}' update"
             run.capture_check = lambda: self.inner_optimizer._graph_capture_blocker(variables)
@@ -174,7 +174,10 @@ class LossScaleOptimizer(Optimizer):
             self._apply_scaled(values, variables)
 
     def _apply_scaled(self, values: list, variables: list) -> None:
-        if values and values[0].is_cuda:
+        # While a CUDA graph captures the step, the skip is decided on the device; run
+        # uncaptured, one host read of the finite flag costs less than saving and restoring
+        # every variable and slot.
+        if values and values[0].is_cuda and torch.cuda.is_current_stream_capturing():
             self._apply_scaled_on_device(values, variables)
             return
         finite = torch.stack([torch.isfinite(g).all() for g in values]).all()

@@ -531,6 +531,36 @@ def test_cuda_fit_with_a_schedule_is_captured_and_matches_uncaptured():
 
 
 @cuda
+def test_cuda_loss_scaling_is_captured_and_skips_as_the_uncaptured_step_does():
+    def make():
+        opt = keratron.optimizers.LossScaleOptimizer(
+            keratron.optimizers.Adam(1e-2), initial_scale=2.0**8, dynamic_growth_steps=3
+        )
+        return _model(units=16, inputs=64, optimizer=opt)
+
+    keratron.utils.set_random_seed(5)
+    with keratron.device("cuda"):
+        a, b = make(), make()
+    b.set_weights(a.get_weights())
+    x, y = (t.numpy() for t in _batch(n=256, inputs=64, units=16))
+    x[100, 3] = np.inf  # batch 4 of 8 each epoch: its gradients are not finite, it is skipped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # captured: no warning of the graphs
+        a.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+    config.set_cuda_graphs(False)
+    try:
+        b.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+    finally:
+        config.set_cuda_graphs(None)
+    # 16 steps, 2 skipped (halvings), 4 growths after 3 finite steps in a row: 2**8 -> 2**10
+    assert float(a.optimizer.dynamic_scale.numpy()) == 2.0**10
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(wa, wb)
+    for va, vb in zip(a.optimizer.variables, b.optimizer.variables):
+        np.testing.assert_array_equal(va.numpy(), vb.numpy())
+
+
+@cuda
 def test_cuda_not_capturable_step_warns_once():
     with keratron.device("cuda"):
         model = _model(optimizer=keratron.optimizers.SGD(lambda: 0.1))
