@@ -441,15 +441,9 @@ _SCHEDULES = {
 
 
 # The schedules whose __call__ is written with device ops alone (no host read of the step, no
-# Python branch on it): a CUDA graph can capture them. Subclasses are not included.
-GRAPH_SAFE_SCHEDULES = (
-    ExponentialDecay,
-    PiecewiseConstantDecay,
-    PolynomialDecay,
-    InverseTimeDecay,
-    CosineDecay,
-    CosineDecayRestarts,
-)
+# Python branch on it): a CUDA graph can capture them. Every built-in one; subclasses are not
+# included.
+GRAPH_SAFE_SCHEDULES = tuple(_SCHEDULES.values())
 
 
 def serialize(learning_rate_schedule) -> dict:
