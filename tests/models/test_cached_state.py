@@ -7,6 +7,7 @@ import importlib
 
 import numpy as np
 import pytest
+import torch
 
 import keratron as kt
 
@@ -129,7 +130,14 @@ def _first_kernel(model):
     return next(layer.kernel for layer in model.layers if hasattr(layer, "kernel"))
 
 
-def _interleave(seed, steps, tmp_path, make_model=_model, image=(12, 12, 2)):
+def _interleave(
+    seed,
+    steps,
+    tmp_path,
+    make_model=_model,
+    image=(12, 12, 2),
+    optimizer=lambda: kt.optimizers.Adam(0.01),
+):
     """A random sequence of everything that reads or writes the weights, run on a compiled
     model and on an eager (`run_eagerly=True`) one from the same start; every output of the
     compiled model equals its own direct call and the eager model's output."""
@@ -138,7 +146,7 @@ def _interleave(seed, steps, tmp_path, make_model=_model, image=(12, 12, 2)):
     models = []
     for eager in (False, True):
         m = make_model(seed=seed)
-        m.compile(optimizer=kt.optimizers.Adam(0.01), loss="mse", run_eagerly=eager)
+        m.compile(optimizer=optimizer(), loss="mse", run_eagerly=eager)
         m.optimizer.build(m.trainable_variables)  # the saved file holds the optimizer's state
         models.append(m)
     compiled, eager = models
@@ -263,3 +271,29 @@ def test_random_interleaving_with_folded_pads_and_kept_branches_matches_eager(
 @pytest.mark.parametrize("seed", range(12))
 def test_random_interleaving_over_many_seeds(seed, tmp_path):
     _interleave(seed=100 + seed, steps=20, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+        ),
+    ],
+)
+def test_random_interleaving_with_loss_scaling_and_a_schedule_matches_eager(device, tmp_path):
+    # The optimizer's learning rate follows `iterations` through a schedule, and loss scaling
+    # decides each step whether to apply it: on CUDA the compiled steps replay as CUDA graphs,
+    # with the schedule and the skip decided on the device, against eager steps that decide
+    # on the host; `assign` and `set_weights` between them write what the graphs read.
+    def make(seed):
+        with kt.device(device):
+            return _model(seed=seed)
+
+    def optimizer():
+        rates = kt.optimizers.schedules.PiecewiseConstantDecay([4, 8], [0.01, 0.005, 0.001])
+        return kt.optimizers.LossScaleOptimizer(kt.optimizers.Adam(rates), initial_scale=64.0)
+
+    _interleave(seed=11, steps=14, tmp_path=tmp_path, make_model=make, optimizer=optimizer)
