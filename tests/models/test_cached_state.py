@@ -288,12 +288,9 @@ def test_random_interleaving_with_loss_scaling_and_a_schedule_matches_eager(devi
     # decides each step whether to apply it: on CUDA the compiled steps replay as CUDA graphs,
     # with the schedule and the skip decided on the device, against eager steps that decide
     # on the host; `assign` and `set_weights` between them write what the graphs read.
-    def make(seed):
-        with kt.device(device):
-            return _model(seed=seed)
-
     def optimizer():
         rates = kt.optimizers.schedules.PiecewiseConstantDecay([4, 8], [0.01, 0.005, 0.001])
         return kt.optimizers.LossScaleOptimizer(kt.optimizers.Adam(rates), initial_scale=64.0)
 
-    _interleave(seed=11, steps=14, tmp_path=tmp_path, make_model=make, optimizer=optimizer)
+    with kt.device(device):  # the models, and the direct calls' inputs, on `device`
+        _interleave(seed=11, steps=14, tmp_path=tmp_path, optimizer=optimizer)
