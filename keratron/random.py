@@ -197,10 +197,11 @@ _generators = _ThreadGenerators()
 
 class _CaptureGenerators(threading.local):
     def __init__(self):
-        self.by_device: dict[str, torch.Generator] | None = None
+        self.by_device: dict[int, torch.Generator] | None = None
 
 
-# While a CUDA graph captures a step on this thread: {device: the graph's generator}.
+# While a CUDA graph captures a step on this thread: {CUDA device index: the graph's
+# generator}.
 _capturing = _CaptureGenerators()
 
 
@@ -223,7 +224,7 @@ def _generator(seed, device) -> torch.Generator:
     dev = str(torch.device(device))
     captured = _capturing.by_device
     if captured is not None and torch.device(device).type == "cuda":
-        gen = captured.get(_cuda_key(device))
+        gen = captured.get(_cuda_index(device))
         if gen is None or not isinstance(seed, (SeedGenerator, type(None))):
             raise RuntimeError(
                 f"a random draw on {dev} (seed={seed!r}) while a CUDA graph captures a step "
@@ -242,10 +243,9 @@ def _is_meta(device) -> bool:
 
 
 # ------------------------------------------------------------------------------ CUDA graphs
-def _cuda_key(device) -> str:
+def _cuda_index(device) -> int:
     device = torch.device(device)
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return f"cuda:{index}"
+    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 def _capture_rule(params) -> str | None:
@@ -257,11 +257,6 @@ def _capture_rule(params) -> str | None:
     )
 
 
-# The samplers a captured graph replays with fresh numbers (those whose kernels draw from a
-# generator without a host read).
-_GRAPH_SAFE = ("random_normal", "random_uniform", "random_truncated_normal", "random_dropout_mask")
-
-
 @contextlib.contextmanager
 def _graph_generator(graph, device, plan):
     """Capture hook: before a step with random draws is captured on CUDA, a generator seeded
@@ -270,14 +265,13 @@ def _graph_generator(graph, device, plan):
     if plan is not None and not any(name in _GRAPH_SAFE for name in plan.nodes):
         yield None
         return
-    key = _cuda_key(device)
-    index = int(key.split(":")[1])
+    index = _cuda_index(device)
     gen = torch.cuda.default_generators[index].clone_state()
     gen.manual_seed(global_seed_generator()._next_key())
     with torch.cuda.device(index):
         graph.register_generator_state(gen)
     previous = _capturing.by_device
-    _capturing.by_device = {key: gen}
+    _capturing.by_device = {index: gen}
     try:
         yield gen
     finally:
@@ -393,7 +387,11 @@ dropout_mask_p = Primitive(
     abstract=lambda x, *, shape, **_: torch.empty(shape, dtype=x.dtype, device="meta"),
     effect=True,
 )
-for _prim in (normal_p, uniform_p, truncated_normal_p, dropout_mask_p):
+# The samplers a captured graph replays with fresh numbers (those whose kernels draw from a
+# generator without a host read); `_graph_generator` looks for their names in a plan.
+_GRAPH_SAFE_SAMPLERS = (normal_p, uniform_p, truncated_normal_p, dropout_mask_p)
+_GRAPH_SAFE = frozenset(p.name for p in _GRAPH_SAFE_SAMPLERS)
+for _prim in _GRAPH_SAFE_SAMPLERS:
     cuda_graphs.register_capture_rule(_prim, _capture_rule)
 cuda_graphs.register_capture_hook(_graph_generator)
 

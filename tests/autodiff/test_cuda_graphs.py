@@ -99,7 +99,7 @@ def test_draws_under_a_capture_use_the_graphs_generator_unseeded():
     graph_gen = torch.Generator().manual_seed(123)
     seeds = keratron.random.SeedGenerator(7)
     state = graph_gen.get_state()
-    krandom._capturing.by_device = {"cuda:0": graph_gen}
+    krandom._capturing.by_device = {0: graph_gen}
     try:
         assert krandom._generator(seeds, "cuda:0") is graph_gen
         assert krandom._generator(None, torch.device("cuda", 0)) is graph_gen
