@@ -180,17 +180,12 @@ class LossScaleOptimizer(Optimizer):
         if values and values[0].is_cuda and torch.cuda.is_current_stream_capturing():
             self._apply_scaled_on_device(values, variables)
             return
-        finite = torch.stack([torch.isfinite(g).all() for g in values]).all()
-        counter, scale = self.step_counter._value, self.dynamic_scale._value
-        mark_written([self.step_counter, self.dynamic_scale])
+        finite, counter, scale = self._scaling_state(values)
         if not bool(finite):
             counter.zero_()
             scale.mul_(0.5)
             return
-        unscaled = [
-            g if getattr(v, "overwrite_with_gradient", False) else g / scale.to(g.dtype)
-            for g, v in zip(values, variables)
-        ]
+        unscaled = self._unscaled(values, variables, scale)
         self.inner_optimizer.apply([Tensor(g) for g in unscaled], variables)
         if int(counter) == self.dynamic_growth_steps - 1:
             counter.zero_()
@@ -198,21 +193,33 @@ class LossScaleOptimizer(Optimizer):
         else:
             counter.add_(1)
 
+    def _scaling_state(self, values: list) -> tuple:
+        """(whether every gradient is finite, as a device bool; the step counter; the scale),
+        the last two marked as written by this step."""
+        finite = torch.stack([torch.isfinite(g).all() for g in values]).all()
+        mark_written([self.step_counter, self.dynamic_scale])
+        return finite, self.step_counter._value, self.dynamic_scale._value
+
+    @staticmethod
+    def _unscaled(values: list, variables: list, scale: torch.Tensor) -> list:
+        """The gradients divided by the loss scale, except those that overwrite their
+        variable."""
+        return [
+            g if getattr(v, "overwrite_with_gradient", False) else g / scale.to(g.dtype)
+            for g, v in zip(values, variables)
+        ]
+
     def _apply_scaled_on_device(self, values: list, variables: list) -> None:
         """`_apply_scaled` without a host read, so that a CUDA graph can replay it: the inner
         update always runs (on zeros where the gradients are not finite), and the variables and
         the inner optimizer's state are then put back where the step is skipped; the counter
         and the scale follow the same rules through `where`. Same results as the host form."""
-        finite = torch.stack([torch.isfinite(g).all() for g in values]).all()
-        counter, scale = self.step_counter._value, self.dynamic_scale._value
-        mark_written([self.step_counter, self.dynamic_scale])
+        finite, counter, scale = self._scaling_state(values)
         state = [v._value for v in variables] + [v._value for v in self.inner_optimizer.variables]
         saved = [t.clone() for t in state]
         unscaled = [
             torch.where(finite, g, torch.zeros_like(g))
-            if getattr(v, "overwrite_with_gradient", False)
-            else torch.where(finite, g / scale.to(g.dtype), torch.zeros_like(g))
-            for g, v in zip(values, variables)
+            for g in self._unscaled(values, variables, scale)
         ]
         self.inner_optimizer.apply([Tensor(g) for g in unscaled], variables)
         for t, before in zip(state, saved):
