@@ -17,7 +17,7 @@
 # small workloads.
 OUT=${OUT:-gpu-logs}
 export OUT
-export T_PIN=${T_PIN:-65} T_GRAPHS=${T_GRAPHS:-45} T_TUNED=${T_TUNED:-0}
+export T_PIN=${T_PIN:-60} T_GRAPHS=${T_GRAPHS:-55} T_TUNED=${T_TUNED:-0}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv

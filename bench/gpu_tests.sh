@@ -1,7 +1,8 @@
 #!/bin/bash
 # On a GPU machine: the Triton test suite on CUDA tensors with each kernel's first config
 # (pinned), the whole-step CUDA graph tests (capture, replay, bitwise against uncaptured) and
-# fit/evaluate/predict on CUDA against CPU from the same weights, and,
+# fit/evaluate/predict on CUDA against CPU from the same weights, device placement, the
+# compiled-against-eager interleaving with a schedule and loss scaling on CUDA, and,
 # when T_TUNED is above 0, the Triton suite autotuned over every config. Everything goes to
 # $OUT/tests.log (or ./gpu-logs/tests.log); failures and summaries are echoed.
 OUT=${OUT:-gpu-logs}
@@ -18,7 +19,9 @@ KERATRON_TEST_TRITON_PIN=1 timeout ${T_PIN:-200} $PYTEST -n ${JOBS:-4} >>"$LOG" 
 echo "pinned tests rc=$?"; summary
 echo "== cuda graphs, fit on CUDA against CPU" >>"$LOG"
 KERATRON_TEST_TRITON_PIN=1 timeout ${T_GRAPHS:-40} python3 -m pytest -q -p no:cacheprovider \
-    tests/autodiff/test_cuda_graphs.py tests/models/test_cuda_fit_parity.py >>"$LOG" 2>&1
+    tests/autodiff/test_cuda_graphs.py tests/models/test_cuda_fit_parity.py \
+    tests/autodiff/test_device.py "tests/models/test_cached_state.py::test_random_interleaving_with_loss_scaling_and_a_schedule_matches_eager" \
+    >>"$LOG" 2>&1
 echo "cuda graph and parity tests rc=$?"; tail -15 "$LOG"
 if [ "${T_TUNED:-300}" -gt 0 ]; then
     echo "== autotuned" >>"$LOG"
