@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 
 import torch
 
@@ -110,7 +111,8 @@ def _reference_on_cuda(prim, vals, params):
         return without_grad(prim.impl, *vals, **params)
 
 
-def _run_kernel(prim, vals, params):
+def _run_kernel(prim, vals, params, variant=None):
+    """The route's result (its `variant`, else its own pick), or None where it declines."""
     strict = config.kernel_backend() == "triton"
     if strict and os.environ.get("TRITON_INTERPRET") != "1":
         if not any(v is not None and v.is_cuda for v in vals):
@@ -119,6 +121,8 @@ def _run_kernel(prim, vals, params):
                 "this needs TRITON_INTERPRET=1 set before triton is imported."
             )
     try:
+        if variant is not None:
+            return without_grad(prim.routes["cuda"], *vals, variant=variant, **params)
         return without_grad(prim.routes["cuda"], *vals, **params)
     except NotImplementedError as e:
         if strict:
@@ -128,7 +132,15 @@ def _run_kernel(prim, vals, params):
         return None
 
 
-# ("auto" on CUDA) call signature -> "kernel" or "fallback", whichever measured faster.
+def _variants(prim, vals, params) -> tuple:
+    """The ways the route can run this call (`route.variants`, its own pick first), or
+    (None,) for a route with one way."""
+    listed = getattr(prim.routes["cuda"], "variants", None)
+    return (None,) if listed is None else tuple(listed(*vals, **params))
+
+
+# ("auto" on CUDA) call signature -> "fallback", "kernel", or "kernel:<variant>" for a route
+# that lists variants: whichever measured fastest.
 _choices: dict = {}
 _TIMED_RUNS = 3
 # The wait queued ahead of the timed runs, in GPU cycles: at least about 2 ms at 2 GHz, and
@@ -187,31 +199,38 @@ def _run_faster(prim, vals, params, timer=_gpu_time):
     """The route's or the fallback's result, whichever the measurement for this signature
     chose; None means "run the fallback". The first call of a signature runs both (the
     route first, so its compile and autotuning stay out of the timing), times `_TIMED_RUNS`
-    more runs of each with `timer(run, runs) -> seconds per run`, and keeps the faster."""
+    more runs of each with `timer(run, runs) -> seconds per run`, and keeps the fastest. A
+    route that lists variants (`route.variants(*vals, **params)`: the LSTM's whole-sequence
+    and per-step plans) has each variant run once more and timed the same way."""
     key = _signature(prim, vals, params)
     choice = _choices.get(key)
     if choice is None:
         made = [c for k, c in _choices.items() if k[0] == prim.name]
         if len(made) >= _MEASURED_PER_PRIMITIVE:
-            choice = max(("kernel", "fallback"), key=made.count)
-    if choice == "kernel":
-        return _run_kernel(prim, vals, params)
+            choice = max(sorted(set(made)), key=made.count)
     if choice == "fallback":
         return None
+    if choice is not None:
+        return _run_kernel(prim, vals, params, choice.partition(":")[2] or None)
     out = _run_kernel(prim, vals, params)
     if out is None:  # the route does not handle this case
         _choices[key] = "fallback"
         return None
     _reference_on_cuda(prim, vals, params)  # warm-up, as the route's first run was
-    kernel = timer(lambda: without_grad(prim.routes["cuda"], *vals, **params), _TIMED_RUNS)
-    fallback = timer(lambda: _reference_on_cuda(prim, vals, params), _TIMED_RUNS)
-    _choices[key] = "kernel" if kernel <= fallback else "fallback"
+    timed = {"fallback": timer(lambda: _reference_on_cuda(prim, vals, params), _TIMED_RUNS)}
+    for i, variant in enumerate(_variants(prim, vals, params)):
+        if i > 0 and _run_kernel(prim, vals, params, variant) is None:  # warm-up, compile
+            continue
+        name = "kernel" if variant is None else f"kernel:{variant}"
+        timed[name] = timer(partial(_run_kernel, prim, vals, params, variant), _TIMED_RUNS)
+    _choices[key] = min(timed, key=lambda name: (timed[name], name == "fallback"))
     return out
 
 
 def kernel_choices() -> dict:
-    """What backend "auto" measured so far: {(primitive, shapes, params): "kernel" or
-    "fallback"}, where shapes holds (shape, dtype, strides, device) per operand."""
+    """What backend "auto" measured so far: {(primitive, shapes, params): "kernel",
+    "kernel:<variant>" or "fallback"}, where shapes holds (shape, dtype, strides, device) per
+    operand."""
     return dict(_choices)
 
 

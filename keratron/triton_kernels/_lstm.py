@@ -1,7 +1,9 @@
 """Triton kernels for the LSTM recurrence (`lstm`) and its backpropagation through time
 (`lstm_grad`), in Keras's gate order (i, f, c, o).
 
-Three plans, picked by `plan(units, dtype)`:
+Three plans. `plan(units, dtype)` is a size's own pick, which backend "triton" runs; backend
+"auto" also times the step plan (`variants`) by GPU time and keeps the faster, since inside a
+CUDA graph the step plan's launch per time step costs the host nothing:
 
 - "resident" (units <= RESIDENT_UNITS: 32 in float32, 64 in float16/bfloat16): the forward is
   one launch per sequence. A program owns BLOCK_B = 16 batch rows and every unit of them
@@ -77,7 +79,7 @@ from keratron.triton_kernels._common import (
     tensor_key,
 )
 
-__all__ = ["forward_route", "backward_route", "plan", "aot_specs"]
+__all__ = ["forward_route", "backward_route", "plan", "variants", "aot_specs"]
 
 _MAX_ELEMENTS = 2**31 - 1  # offsets are computed in int32
 
@@ -950,6 +952,30 @@ def plan(units: int, dtype: torch.dtype) -> str:
     return "streamed" if units <= PERSISTENT_MAX_UNITS else "steps"
 
 
+def variants(units: int, dtype: torch.dtype) -> tuple:
+    """The plans a route can run for `units` in `dtype`, the size's own (`plan`) first: the
+    step plan runs any size, and inside a CUDA graph its launch per time step costs the host
+    nothing while it spreads each step over the whole GPU.
+
+    Example:
+        >>> variants(128, torch.float32)
+        ('streamed', 'steps')
+    """
+    own = plan(units, dtype)
+    return (own,) if own == "steps" else (own, "steps")
+
+
+def _plan_of(variant, units: int, dtype: torch.dtype) -> str:
+    if variant is None:
+        return plan(units, dtype)
+    if variant not in variants(units, dtype):
+        raise ValueError(
+            f"lstm: plan {variant!r} cannot run {units} units in {dtype}; expected one of "
+            f"{variants(units, dtype)}"
+        )
+    return variant
+
+
 def _resident_width(units: int, dtype: torch.dtype) -> int:
     """The padded unit width of the resident kernels: a power of two, at least
     RESIDENT_MIN_WIDTH."""
@@ -1035,21 +1061,24 @@ def forward_route(
     activation,
     recurrent_activation,
     zero_output_for_mask,
+    variant=None,
 ):
     """The `lstm` primitive's impl on the GPU: same arguments and the same five outputs
     `(all_h, last_h, last_c, gates, cells)`, gates and cells time-major in processed
-    order as the backward expects them.
+    order as the backward expects them. `variant` is the plan to run (one of `variants`),
+    None the size's own (`plan`).
 
     Raises:
         NotImplementedError: for dtypes other than float32/float16/bfloat16, unknown
             activations, mixed dtypes/devices, or tensors too large for int32 offsets.
     """
+    mode = _plan_of(variant, h0.shape[-1], x_proj.dtype)
     key, state = None, launch_state()
     if state is not None:
         key = (tensor_key(x_proj), tensor_key(h0), tensor_key(c0), tensor_key(kernel),
                None if mask is None else tensor_key(mask), reverse, activation,
                recurrent_activation, zero_output_for_mask, dot_precision(x_proj.dtype),
-               state)  # fmt: skip
+               mode, state)  # fmt: skip
         cached = _FORWARD_CACHE.get(key)
         if cached is not None:
             return cached(x_proj, h0, c0, kernel, mask)
@@ -1078,7 +1107,6 @@ def forward_route(
         RACT=activation_code("lstm", recurrent_activation),
         PRECISION=dot_precision(x_proj.dtype),
     )  # fmt: skip
-    mode = plan(units, x_proj.dtype)
     if mode == "resident":
         h_last, c_last = new((batch, units)), new((batch, units))
         relaunch = FWD_RESIDENT.launch(
@@ -1130,19 +1158,22 @@ def backward_route(
     activation,
     recurrent_activation,
     zero_output_for_mask,
+    variant=None,
 ):
     """The `lstm_grad` primitive's impl on the GPU: returns `(dx_proj, dh0, dc0, dkernel)`
-    with dx_proj (B, T, 4U) in source time order.
+    with dx_proj (B, T, 4U) in source time order; `variant` as in `forward_route`.
 
     Raises:
         NotImplementedError: as `forward_route`.
     """
     tensors = [g_all, g_h, g_c, h0, c0, kernel, all_h, gates, cells]
+    mode = _plan_of(variant, h0.shape[-1], gates.dtype)
     key, state = None, launch_state()
     if state is not None:
         key = tuple(map(tensor_key, tensors))
         key += (None if mask is None else tensor_key(mask), reverse, activation)
-        key += (recurrent_activation, zero_output_for_mask, dot_precision(gates.dtype), state)
+        key += (recurrent_activation, zero_output_for_mask, dot_precision(gates.dtype), mode)
+        key += (state,)
         cached = _BACKWARD_CACHE.get(key)
         if cached is not None:
             return cached(*tensors, mask)
@@ -1166,7 +1197,6 @@ def backward_route(
 
     h_prev = new((batch, steps, units))
     c_prev = new((steps, batch, units))
-    mode = plan(units, gates.dtype)
     if mode != "steps":
         dh0, dc0 = new((batch, units)), new((batch, units))
         args = dict(

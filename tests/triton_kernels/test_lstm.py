@@ -274,3 +274,58 @@ def test_routes_match_torch_nn_lstm(triton_backend, force_plan, plan, batch, ste
     ]  # fmt: skip
     for name, a, b in pairs:
         assert_close(a, b.detach(), what=name)
+
+
+@pytest.mark.parametrize("fastest", ["streamed", "steps", "fallback"])
+def test_auto_times_each_plan_and_keeps_the_fastest(fastest):
+    """Backend "auto" times the route's plans (`forward_route.variants`) beside the fallback
+    and replays the fastest; here a stand-in timer reads which ran from the launches made."""
+    from keratron.autodiff.primitive import PRIMITIVES
+    from keratron.ops import _dispatch
+    from keratron.triton_kernels import launch_counts, reset_launch_counts
+
+    steps = 5
+    arrays, weights, mask = make_case(3, steps, 40, True)
+    vals = [torch.as_tensor(v) for v in arrays.values()] + [torch.as_tensor(mask)]
+    params = dict(
+        reverse=False, activation="tanh", recurrent_activation="sigmoid", zero_output_for_mask=True
+    )
+    prim = PRIMITIVES["lstm"]
+    assert lstm_kernels.forward_route.variants(*vals, **params) == ("streamed", "steps")
+    ran = {0: "fallback", 1: "streamed", steps: "steps"}
+    seconds = {"streamed": 2.0, "steps": 2.0, "fallback": 2.0, fastest: 1.0}
+
+    def timer(run, runs):
+        before = launch_counts().get("lstm", 0)
+        run()
+        return seconds[ran[launch_counts().get("lstm", 0) - before]]
+
+    _dispatch.clear_kernel_choices()
+    try:
+        first = _dispatch._run_faster(prim, vals, params, timer=timer)
+        ((key, choice),) = _dispatch.kernel_choices().items()
+        assert choice == ("fallback" if fastest == "fallback" else f"kernel:{fastest}")
+        reset_launch_counts()
+        again = _dispatch._run_faster(prim, vals, params, timer=timer)
+        want = {"fallback": 0, "streamed": 1, "steps": steps}[fastest]
+        assert launch_counts().get("lstm", 0) == want
+        ref = rnn._lstm_impl(*vals, **params)
+        if fastest == "fallback":
+            assert again is None
+        else:
+            for a, b, c in zip(first, again, ref):
+                assert_close(a, c)
+                assert_close(b, c)
+    finally:
+        _dispatch.clear_kernel_choices()
+
+
+def test_a_plan_the_size_cannot_run_is_refused():
+    arrays, _, _ = make_case(2, 3, 40, False)
+    vals = [torch.as_tensor(v) for v in arrays.values()]
+    params = dict(reverse=False, activation="tanh", recurrent_activation="sigmoid",
+                  zero_output_for_mask=False)  # fmt: skip
+    with pytest.raises(ValueError, match="plan 'resident' cannot run 40 units"):
+        lstm_kernels.forward_route(*vals, None, variant="resident", **params)
+    assert lstm_kernels.variants(1025, torch.float32) == ("steps",)
+    assert lstm_kernels.variants(8, torch.bfloat16) == ("resident", "steps")
