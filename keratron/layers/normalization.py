@@ -17,6 +17,7 @@ from keratron import config, ops
 from keratron.layers import constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.layer import who as _who
+from keratron.ops.batchnorm import fused_batch_normalization
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization"]
 
@@ -271,6 +272,14 @@ class BatchNormalization(Layer):
         x = _compute_float(inputs)
         gamma = None if self.gamma is None else ops.cast(self.gamma, x.dtype)
         beta = None if self.beta is None else ops.cast(self.beta, x.dtype)
+        if training and self.trainable and self._fused(x, mask):
+            # One primitive each way (`ops.batchnorm`): the same values, fewer passes.
+            y, mean, variance = fused_batch_normalization(
+                x, self.axis, scale=gamma, offset=beta, epsilon=self.epsilon
+            )
+            self._update_moving(self.moving_mean, mean, self.momentum)
+            self._update_moving(self.moving_variance, variance, self.momentum)
+            return ops.cast(y, self.compute_dtype)
         if training and self.trainable:
             mean, variance = self._moments(x, mask)
             if self.renorm:
@@ -285,6 +294,12 @@ class BatchNormalization(Layer):
             x, mean, variance, axis=self.axis, offset=beta, scale=gamma, epsilon=self.epsilon
         )
         return ops.cast(y, self.compute_dtype)
+
+    def _fused(self, x, mask) -> bool:
+        """Whether training statistics come from the fused primitive: plain batch statistics
+        (no mask, renormalization or cross-replica moments) of a float32/float64 batch."""
+        plain = mask is None and not self.renorm and not self.synchronized
+        return plain and x.ndim >= 2 and x.dtype in ("float32", "float64")
 
     @staticmethod
     def _update_moving(variable, batch_value, momentum):

@@ -154,6 +154,14 @@ for shape, axes in (((4, 5, 6, 3), (0, 1, 2)), ((4, 3), (0,)), ((0, 3), (0,)), (
     for keepdims in (False, True):
         for dt in (F32, F16, F64):
             _add("moments", [(shape, dt)], dict(axes=axes, keepdims=keepdims), covered=True)
+for shape, axis in (((4, 5, 6, 3), 3), ((4, 3), 1), ((0, 3), 1), ((2, 3, 5), 1)):
+    channel = ((shape[axis],), F32)
+    for affine in (False, True):
+        scale = channel if affine else None
+        params = dict(axis=axis, epsilon=1e-3)
+        _add("batch_norm", [(shape, F32), scale, scale], params, covered=True)
+        grad = [(shape, F32), (shape, F32), scale, channel, channel]
+        _add("batch_norm_grad", grad, params, covered=True)
 for name in ("softmax", "log_softmax"):
     for shape in ((2, 3), (4,), (2, 0), (0, 5)):
         for axis in (0, -1):

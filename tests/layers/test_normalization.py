@@ -2,6 +2,8 @@
 main options; BatchNormalization's moving-statistics updates (training only, Keras's formula,
 equal to Keras's within 1e-6), masks, renorm, the synchronized hook, tracing, and errors."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -139,6 +141,63 @@ def test_batch_norm_training_gradient_matches_torch():
     np.testing.assert_allclose(gx.numpy(), xr.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gg.numpy(), g.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gb.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@contextlib.contextmanager
+def _bound_primitives():
+    """Yields the list of the names of the primitives bound inside the block."""
+    from keratron.autodiff import primitive
+
+    names, original = [], primitive.Primitive.bind
+
+    def spy(self, *args, **kwargs):
+        names.append(self.name)
+        return original(self, *args, **kwargs)
+
+    primitive.Primitive.bind = spy
+    try:
+        yield names
+    finally:
+        primitive.Primitive.bind = original
+
+
+@pytest.mark.parametrize("axis,shape", [(-1, (4, 5, 6, 3)), (1, (4, 3, 7))])
+def test_batch_norm_training_runs_the_fused_primitive_with_the_composite_values(axis, shape):
+    """Training without a mask binds `batch_norm` (forward) and `batch_norm_grad` (backward);
+    an all-ones mask takes the composite ops (moments, then batch_normalization): outputs,
+    gradients and moving statistics agree."""
+    x = kt.ops.convert_to_tensor(x32(*shape, loc=3.0, scale=2.0))
+    mask = np.ones(shape[:-1], bool) if axis == -1 else None
+    channels = shape[axis]
+    weights = [R.uniform(0.5, 1.5, channels).astype("float32"), x32(channels)]
+    weights += [np.zeros(channels), np.ones(channels)]
+    along = [1] * len(shape)
+    along[axis] = channels
+    per_channel = np.arange(channels, dtype="float32").reshape(along)
+    results = []
+    for fused in (True, False):
+        bn = L.BatchNormalization(axis=axis, momentum=0.5)
+        bn.build(shape)
+        bn.set_weights(weights)
+        with _bound_primitives() as bound:
+            with kt.GradientTape() as tape:
+                tape.watch(x)
+                if fused or mask is None:
+                    y = bn(x, training=True)
+                else:
+                    y = bn(x, training=True, mask=mask)
+                loss = kt.ops.sum(kt.ops.square(y) * per_channel)
+            grads = tape.gradient(loss, [x, bn.gamma, bn.beta])
+        if fused:
+            assert "batch_norm" in bound and "batch_norm_grad" in bound
+        elif mask is None:
+            continue
+        else:
+            assert "batch_norm" not in bound and "moments" not in bound
+        results.append([y, *grads, bn.moving_mean, bn.moving_variance])
+    if len(results) == 2:
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=2e-5)
 
 
 def test_batch_norm_traced_step_updates_moving_statistics():

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import keratron as kt
+from keratron.ops.batchnorm import fused_batch_normalization
 from tests.gradcheck import check_against_torch, check_grads
 
 ops = kt.ops
@@ -324,6 +325,14 @@ def t_bn(x, m, v, o, s, axis=-1, eps=1e-3):
     return (x - m) / torch.sqrt(v + eps) * s + o
 
 
+def t_bn_train(x, dims, axis, eps, o=None, s=None):
+    """Batch normalization with the batch statistics over `dims`: (y, mean, variance)."""
+    mean, var = x.mean(dims), x.var(dims, unbiased=False)
+    o = torch.zeros_like(mean) if o is None else o
+    s = torch.ones_like(mean) if s is None else s
+    return t_bn(x, mean, var, o, s, axis, eps), mean, var
+
+
 NORM_ROWS = [
     (
         "moments",
@@ -361,6 +370,18 @@ NORM_ROWS = [
         lambda x, o, s: t_bn(x, x.mean((0, 1, 2)), x.var((0, 1, 2), unbiased=False), o, s),
         [nrm(2, 3, 3, 4), nrm(4), nrm(4)],
     ),
+    (
+        "fused_batch_normalization",
+        lambda x, o, s: fused_batch_normalization(x, 3, s, o),
+        lambda x, o, s: t_bn_train(x, (0, 1, 2), 3, 1e-3, o, s),
+        [nrm(2, 3, 3, 4), nrm(4), nrm(4)],
+    ),
+    (
+        "fused_batch_normalization_axis1_no_affine",
+        lambda x: fused_batch_normalization(x, 1, epsilon=1e-2),
+        lambda x: t_bn_train(x, (0, 2), 1, 1e-2),
+        [nrm(4, 3, 5)],
+    ),
     ("normalize", ops.normalize, lambda x: F.normalize(x, dim=-1, eps=1e-7), [nrm(3, 4)]),
     (
         "normalize_l1",
@@ -397,6 +418,11 @@ def test_grad_against_torch(row):
         ("gelu", ops.gelu, [nrm(5)]),
         ("silu", ops.silu, [nrm(5)]),
         ("moments", lambda x: ops.moments(x, 1), [nrm(2, 4)]),
+        (
+            "fused_batch_normalization",
+            lambda x, s: fused_batch_normalization(x, -1, s, None)[0],
+            [nrm(3, 2, 3), nrm(3)],
+        ),
         ("conv2d_same", lambda x, k: ops.conv(x, k, 2, "same"), [nrm(1, 5, 4, 2), nrm(3, 3, 2, 2)]),
         (
             "fused_conv_tanh",

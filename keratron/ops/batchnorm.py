@@ -1,0 +1,172 @@
+"""Batch normalization in training, one primitive each way.
+
+`fused_batch_normalization(x, axis, scale, offset, epsilon)` returns what Keras's
+BatchNormalization computes in training from `moments` and `batch_normalization`: x
+normalized with the batch statistics of every axis but `axis`, and those statistics (mean and
+population variance). Composed from those ops, the backward pass reads and writes the whole
+activation tensor about eight times (the products' cotangents, two reductions, the moments'
+cotangent); as the primitive `batch_norm_grad` it is torch's batch-norm backward kernel, one
+pass for both per-channel reductions and one for dx. The forward computes the statistics with
+sums on CPU, where `torch.var_mean` over the leading axes of a channels-last tensor runs a
+scalar loop (41 ms against 20 ms for sum, subtract, square and sum on a 32x56x56x128 float32
+tensor, at the same accuracy), and with `var_mean` (one kernel) on CUDA.
+
+A gradient taken under another recording tape (second order) goes through the composite ops
+instead, so that the backward pass is differentiable too.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from keratron.autodiff import tape as _tape
+from keratron.ops._core import Primitive, as_tensor, canonical_axis
+from keratron.ops.elementwise import add, multiply, subtract
+from keratron.ops.shaping import reshape
+
+__all__ = ["fused_batch_normalization"]
+
+
+def _channel_shape(ndim: int, axis: int, channels: int) -> tuple:
+    shape = [1] * ndim
+    shape[axis] = channels
+    return tuple(shape)
+
+
+def _bn_impl(x, scale, offset, axis, epsilon):
+    xl = x.movedim(axis, -1)  # channels last: a view, and x itself for axis = -1
+    dims = tuple(range(xl.ndim - 1))
+    if x.is_cuda:
+        var, mean = torch.var_mean(xl, dim=dims, correction=0)
+        k = torch.rsqrt(var + epsilon)
+        if scale is not None:
+            k = k * scale
+        shift = -mean * k if offset is None else torch.addcmul(offset, mean, k, value=-1)
+        y = torch.addcmul(shift, xl, k)
+        return y.movedim(-1, axis), mean, var
+    count = xl.numel() // xl.shape[-1] if xl.shape[-1] else 0
+    mean = xl.sum(dims).div_(count)
+    centered = xl - mean
+    var = centered.square().sum(dims).div_(count)
+    k = torch.rsqrt(var + epsilon)
+    if scale is not None:
+        k = k * scale
+    y = centered.mul_(k)
+    if offset is not None:
+        y = y.add_(offset)
+    return y.movedim(-1, axis), mean, var
+
+
+def _bn_shape(x, scale, offset, axis, epsilon):
+    (shape, dtype) = x
+    if not dtype.is_floating_point:
+        return None
+    stat = ((shape[axis],), dtype)
+    return [(tuple(shape), dtype), stat, stat]
+
+
+def _bn_grad_impl(gy, x, scale, mean, var, axis, epsilon):
+    # torch's kernel takes channels at dimension 1 (any strides: a channels-last tensor is
+    # seen as NCHW with channels-last strides, and dx comes back in that layout).
+    if x.numel() == 0:  # an empty batch: nothing reaches x, the sums are zero
+        return torch.zeros_like(x), torch.zeros_like(mean), torch.zeros_like(mean)
+    invstd = torch.rsqrt(var + epsilon)
+    dx, dscale, doffset = torch.ops.aten.native_batch_norm_backward(
+        gy.movedim(axis, 1), x.movedim(axis, 1), scale, None, None, mean, invstd, True,
+        epsilon, [True, True, True],
+    )  # fmt: skip
+    return dx.movedim(1, axis), dscale, doffset
+
+
+def _bn_grad_shape(gy, x, scale, mean, var, axis, epsilon):
+    return [x, mean, mean]
+
+
+def _composite(x, scale, offset, axis, epsilon):
+    from keratron.ops.nn import batch_normalization, moments
+
+    axes = [i for i in range(x.ndim) if i != axis]
+    mean, var = moments(x, axes)
+    y = batch_normalization(x, mean, var, axis, offset=offset, scale=scale, epsilon=epsilon)
+    return y, mean, var
+
+
+def _bn_vjp(gs, x, scale, offset, out, axis, epsilon):
+    inputs = [x, scale, offset]
+    if any(t.is_recording for t in _tape.active_tapes()):
+        live = [v for v in inputs if v is not None]
+        outs, cots = [], []
+        with _tape.GradientTape() as inner:
+            inner.watch(live)
+            composite = _composite(x, scale, offset, axis, epsilon)
+        for o, g in zip(composite, gs):
+            if g is not None:
+                outs.append(o)
+                cots.append(g)
+        grads = iter(inner.gradient(outs, live, output_gradients=cots))
+        return tuple(None if v is None else next(grads) for v in inputs)
+    gy, gmean, gvar = gs
+    _, mean, var = out
+    if gy is None:
+        gy = multiply(x, 0.0)
+    dx, dscale, doffset = batch_norm_grad_p.bind(gy, x, scale, mean, var, axis=axis,
+                                                 epsilon=epsilon)  # fmt: skip
+    if gmean is not None or gvar is not None:
+        # d mean / dx = 1 / n, d var / dx = 2 (x - mean) / n, per channel.
+        n = x.size // x.shape[axis] if x.shape[axis] else 1
+        shape = _channel_shape(x.ndim, axis, x.shape[axis])
+        if gmean is not None:
+            dx = add(dx, reshape(multiply(gmean, 1.0 / n), shape))
+        if gvar is not None:
+            centered = subtract(x, reshape(mean, shape))
+            dx = add(dx, multiply(reshape(multiply(gvar, 2.0 / n), shape), centered))
+    return dx, None if scale is None else dscale, None if offset is None else doffset
+
+
+batch_norm_p = Primitive(
+    "batch_norm",
+    _bn_impl,
+    _bn_vjp,
+    multiple_results=True,
+    shape_rule=_bn_shape,
+    vjp_accepts_none=True,
+)
+batch_norm_grad_p = Primitive(
+    "batch_norm_grad", _bn_grad_impl, multiple_results=True, shape_rule=_bn_grad_shape
+)
+
+
+def fused_batch_normalization(x, axis=-1, scale=None, offset=None, epsilon=1e-3):
+    """Batch normalization in training: `(x - mean) / sqrt(variance + epsilon) * scale +
+    offset` with `mean` and `variance` (population) the statistics of `x` over every axis but
+    `axis`; returns `(y, mean, variance)`, the statistics of shape `(x.shape[axis],)`.
+
+    Equal to `moments` then `batch_normalization`, as one primitive each way (see the module).
+
+    Example:
+        >>> y, mean, var = fused_batch_normalization([[1.0, 2.0], [3.0, 6.0]], axis=-1)
+        >>> mean.numpy(), var.numpy()
+        (array([2., 4.], dtype=float32), array([1., 4.], dtype=float32))
+    """
+    x = as_tensor(x)
+    if not x.dtype.startswith("float") and x.dtype != "bfloat16":
+        raise TypeError(
+            f"fused_batch_normalization: `x` must be a float tensor. Received dtype={x.dtype}"
+        )
+    if x.ndim < 2:
+        raise ValueError(
+            "fused_batch_normalization: `x` needs at least 2 dimensions (a batch axis and a "
+            f"feature axis). Received shape={x.shape}"
+        )
+    axis = canonical_axis(axis, x.ndim, "fused_batch_normalization")
+    params = []
+    for name, v in (("scale", scale), ("offset", offset)):
+        if v is not None:
+            v = as_tensor(v, dtype=x.dtype)
+            if tuple(v.shape) != (x.shape[axis],):
+                raise ValueError(
+                    f"fused_batch_normalization: `{name}` must have shape ({x.shape[axis]},) "
+                    f"(axis {axis} of x with shape {x.shape}). Received shape {v.shape}."
+                )
+        params.append(v)
+    return batch_norm_p.bind(x, *params, axis=axis, epsilon=float(epsilon))
