@@ -33,17 +33,21 @@ def _channel_shape(ndim: int, axis: int, channels: int) -> tuple:
     return tuple(shape)
 
 
-def _bn_impl(x, scale, offset, axis, epsilon):
-    xl = x.movedim(axis, -1)  # channels last: a view, and x itself for axis = -1
+def _normalize_one_kernel(xl, scale, offset, epsilon):
+    """Channels-last `xl`: statistics by `var_mean`, then one fused multiply-add (CUDA)."""
     dims = tuple(range(xl.ndim - 1))
-    if x.is_cuda:
-        var, mean = torch.var_mean(xl, dim=dims, correction=0)
-        k = torch.rsqrt(var + epsilon)
-        if scale is not None:
-            k = k * scale
-        shift = -mean * k if offset is None else torch.addcmul(offset, mean, k, value=-1)
-        y = torch.addcmul(shift, xl, k)
-        return y.movedim(-1, axis), mean, var
+    var, mean = torch.var_mean(xl, dim=dims, correction=0)
+    k = torch.rsqrt(var + epsilon)
+    if scale is not None:
+        k = k * scale
+    shift = -mean * k if offset is None else torch.addcmul(offset, mean, k, value=-1)
+    return torch.addcmul(shift, xl, k), mean, var
+
+
+def _normalize_by_sums(xl, scale, offset, epsilon):
+    """Channels-last `xl`: the mean by a sum, the variance by a sum of squared deviations
+    (two-pass, as accurate as `var_mean`), then the deviations scaled in place (CPU)."""
+    dims = tuple(range(xl.ndim - 1))
     count = xl.numel() // xl.shape[-1] if xl.shape[-1] else 0
     mean = xl.sum(dims).div_(count)
     centered = xl - mean
@@ -54,6 +58,13 @@ def _bn_impl(x, scale, offset, axis, epsilon):
     y = centered.mul_(k)
     if offset is not None:
         y = y.add_(offset)
+    return y, mean, var
+
+
+def _bn_impl(x, scale, offset, axis, epsilon):
+    xl = x.movedim(axis, -1)  # channels last: a view, and x itself for axis = -1
+    normalize = _normalize_one_kernel if x.is_cuda else _normalize_by_sums
+    y, mean, var = normalize(xl, scale, offset, epsilon)
     return y.movedim(-1, axis), mean, var
 
 

@@ -31,12 +31,29 @@ def _cnn():
     return stack, (12, 12, 2)
 
 
+def _cnn_bn():
+    # BatchNormalization in training: the fused primitive's CUDA forward (var_mean) and torch's
+    # batch-norm backward kernel against the CPU forward (sums).
+    stack = [
+        keratron.Input((12, 12, 2)),
+        L.Conv2D(16, 3, use_bias=False),
+        L.BatchNormalization(),
+        L.ReLU(),
+        L.DepthwiseConv2D(3, padding="same", use_bias=False),
+        L.BatchNormalization(momentum=0.9),
+        L.ReLU(),
+        L.GlobalAveragePooling2D(),
+        L.Dense(10),
+    ]
+    return stack, (12, 12, 2)
+
+
 def _lstm():
     return [keratron.Input((9,), dtype="int32"), L.Embedding(50, 16), L.LSTM(24), L.Dense(10)], None
 
 
 @cuda
-@pytest.mark.parametrize("make", [_mlp, _cnn, _lstm], ids=["mlp", "cnn", "lstm"])
+@pytest.mark.parametrize("make", [_mlp, _cnn, _cnn_bn, _lstm], ids=["mlp", "cnn", "cnn_bn", "lstm"])
 def test_cuda_fit_matches_cpu(make):
     rng = np.random.default_rng(0)
     stack, shape = make()

@@ -442,3 +442,28 @@ def test_grad_against_torch(row):
 )
 def test_second_order(name, fn, args):
     check_grads(fn, args, order=2)
+
+
+@pytest.mark.parametrize("shape", [(4, 5, 6, 3), (7, 2), (0, 3)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_statistics_agree_on_both_devices_forms(shape, affine):
+    """The CUDA form (var_mean, one multiply-add) and the CPU form (sums) of the fused batch
+    normalization, both run here, against float64."""
+    from keratron.ops import batchnorm
+
+    rng = np.random.default_rng(5)
+    x = torch.as_tensor(rng.standard_normal(shape) * 3 + 40, dtype=torch.float32)
+    c = shape[-1]
+    scale = torch.as_tensor(rng.uniform(0.5, 2, c), dtype=torch.float32) if affine else None
+    offset = torch.as_tensor(rng.standard_normal(c), dtype=torch.float32) if affine else None
+    x64 = x.double()
+    mean = x64.mean(tuple(range(x.ndim - 1)))
+    var = x64.var(tuple(range(x.ndim - 1)), unbiased=False)
+    y = (x64 - mean) / torch.sqrt(var + 1e-3)
+    if affine:
+        y = y * scale.double() + offset.double()
+    for form in (batchnorm._normalize_one_kernel, batchnorm._normalize_by_sums):
+        got = form(x.clone(), scale, offset, 1e-3)
+        for a, b in zip(got, (y, mean, var)):
+            assert a.dtype == torch.float32 and a.shape == b.shape
+            np.testing.assert_allclose(a.double(), b, rtol=2e-5, atol=2e-5, equal_nan=True)
