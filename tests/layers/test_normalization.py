@@ -260,8 +260,9 @@ def test_batch_renorm_matches_keras(keras, kwargs):
 def test_synchronized_is_single_process_batch_norm_and_has_a_hook():
     x = x32(8, 3, loc=1.0)
     plain, synced = L.BatchNormalization(), L.BatchNormalization(synchronized=True)
+    # The plain layer runs the fused primitive, the synchronized one the composite ops.
     np.testing.assert_allclose(
-        synced(x, training=True).numpy(), plain(x, training=True).numpy(), rtol=1e-6
+        synced(x, training=True).numpy(), plain(x, training=True).numpy(), rtol=1e-6, atol=1e-6
     )
     np.testing.assert_allclose(synced.moving_mean.numpy(), plain.moving_mean.numpy())
     assert synced.get_config()["synchronized"] is True
