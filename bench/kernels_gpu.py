@@ -352,7 +352,8 @@ def _time_plan(layer, lstm, lstm_grad, do_bench) -> tuple:
 
 def lstm_cudnn_case(label, batch, steps, units, dtype, do_bench) -> None:
     """Prints one LstmLayer's timings: keratron (the plan its routes pick, then a launch per
-    step) and cuDNN, each forward+backward in ms, their ratio, and the errors against cuDNN."""
+    step), each called from the host and replayed as a CUDA graph, and cuDNN, each
+    forward+backward in ms, their ratio, and the errors against cuDNN."""
     from keratron.triton_kernels import load
 
     layer = LstmLayer(dtype, batch, steps, units)
@@ -371,6 +372,34 @@ def lstm_cudnn_case(label, batch, steps, units, dtype, do_bench) -> None:
             f"{ms_cudnn / ms:5.2f} | recurrence fwd {ms_f:7.3f} ms bwd {ms_b:7.3f} ms"
         )
         print(f"  {'':<22} rel. err vs cuDNN: {_rel_errors(got, want)}")
+        with _lstm_plan(kernels, name):
+            graphed = _time_graphed(layer, lstm, lstm_grad, do_bench)
+        if isinstance(graphed, str):
+            print(f"  {label:<22} keratron ({name:>8}) in a CUDA graph: not captured ({graphed})")
+        else:
+            print(
+                f"  {label:<22} keratron ({name:>8}) in a CUDA graph fwd+bwd {graphed:8.3f} ms | "
+                f"cuDNN / keratron {ms_cudnn / graphed:5.2f}"
+            )
+
+
+def _time_graphed(layer, lstm, lstm_grad, do_bench):
+    """ms of one replay of `layer.ours` captured as a CUDA graph (what a compiled `fit` step
+    replays: the host launches nothing per kernel), or why the capture failed."""
+    try:
+        with torch.no_grad():
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    layer.ours(lstm, lstm_grad)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                layer.ours(lstm, lstm_grad)
+            return do_bench(graph.replay)
+    except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
+        return f"{type(e).__name__}: {str(e)[:120]}"
 
 
 def lstm_cudnn_dry_run(dtype) -> int:
