@@ -12,12 +12,13 @@
 # `python -m tools.kernels_aot --roofline-only --measured <json>` prints a json's times beside
 # the roofline. T_PIN, T_GRAPHS, T_TUNED (0: the autotuned suite is left out), T_FIT,
 # T_PROFILE, T_KERN, T_BF16, T_LSTM and T_LAUNCH bound each part; their defaults add up to
-# 475 s. On an H200 (2026-11-27) the pinned suite took 48 s and the graph and parity tests
-# 31 s; the fit part reaches keratron, the eager loop, torch.compile and bfloat16 on the four
-# small workloads.
+# 480 s. On an H200 (2026-11-27, first session) the pinned suite took 48 s and the graph and
+# parity tests 31 s; on a slower host of the same kind (second session) the pinned suite ran
+# past 60 s and the graph, parity and device tests past 55 s, hence 75 s and 80 s. The fit part
+# reaches keratron, the eager loop, torch.compile and bfloat16 on the four small workloads.
 OUT=${OUT:-gpu-logs}
 export OUT
-export T_PIN=${T_PIN:-60} T_GRAPHS=${T_GRAPHS:-55} T_TUNED=${T_TUNED:-0}
+export T_PIN=${T_PIN:-75} T_GRAPHS=${T_GRAPHS:-80} T_TUNED=${T_TUNED:-0}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
@@ -26,20 +27,20 @@ JOBS=${JOBS:-8} bash bench/gpu_tests.sh
 # fit first among the timings: its in-process deadline leaves time to print the table. Each
 # Triton kernel runs its first config (one compile, no tuning), so that "auto" decides between
 # those and cuBLAS/cuDNN without a tuning pass per convolution shape.
-T_FIT=${T_FIT:-135}
+T_FIT=${T_FIT:-120}
 KERATRON_TRITON_PIN=1 timeout "$T_FIT" python3 bench/gpu_fit.py --deadline $((T_FIT - 35)) >"$OUT/fit.log" 2>&1
 echo "fit rc=$?"; cat "$OUT/fit.log"
 # Where the lstm step's time goes (the workload furthest behind the eager loop).
 timeout ${T_PROFILE:-25} python3 bench/gpu_profile.py --workloads lstm >>"$OUT/fit.log" 2>&1
 echo "profile rc=$?"; sed -n '/^lstm: /,$p' "$OUT/fit.log" | head -30
 K="$OUT/kernels.log"
-timeout ${T_KERN:-90} python3 bench/kernels_gpu.py --only matmul --only conv --only lstm \
+timeout ${T_KERN:-75} python3 bench/kernels_gpu.py --only matmul --only conv --only lstm \
     --only xent --json "$OUT/kernels_float32.json" >"$K" 2>&1
 echo "kernels rc=$?" | tee -a "$K"
-timeout ${T_BF16:-50} python3 bench/kernels_gpu.py --dtype bfloat16 --only matmul --only xent \
+timeout ${T_BF16:-35} python3 bench/kernels_gpu.py --dtype bfloat16 --only matmul --only xent \
     --only conv --json "$OUT/kernels_bfloat16.json" >>"$K" 2>&1
 echo "kernels bf16 rc=$?" | tee -a "$K"
-timeout ${T_LSTM:-30} python3 bench/kernels_gpu.py --only lstm_cudnn >>"$K" 2>&1
+timeout ${T_LSTM:-35} python3 bench/kernels_gpu.py --only lstm_cudnn >>"$K" 2>&1
 echo "lstm vs cudnn rc=$?" | tee -a "$K"; grep -v Warn "$K"
 # Pinned configs: one compile per kernel; the launch path is the same at any config.
 L="$OUT/launch.log"
