@@ -33,6 +33,7 @@ from keratron.compat.v1.framework import (
     make_op,
     op_scope,
 )
+from keratron.ops.batchnorm import fused_batch_normalization
 
 __all__ = [
     "Layer",
@@ -594,6 +595,11 @@ class BatchNormalization(Layer):
 
         def lower(ctx, x, mm, mv, *rest):
             params = list(rest[:-1] if flag is not None else rest)
+            if flag is None and x.dtype in ("float32", "float64"):
+                # Training: the fused primitive, one each way (as Keras's layer in training).
+                gamma = params[0] if scale else None
+                beta = params[int(scale)] if center else None
+                return fused_batch_normalization(x, axis, gamma, beta, epsilon=eps)
             mean, var = kops.moments(x, reduce_axes)
             out = normalize(x, mean, var, params)
             if flag is not None:
