@@ -219,6 +219,24 @@ def capture_plan(compiled, device=None) -> CapturePlan:
 # ------------------------------------------------------------------------------ capture
 _side_streams: dict = {}
 _streams_lock = threading.Lock()
+_warming = threading.local()
+
+
+def warming_up() -> bool:
+    """Whether this thread is running the warm-up call of a step that is to be captured: what
+    the ops decide now (backend "auto"'s kernel choices) is then replayed from a CUDA graph,
+    where a launch costs the host nothing, so GPU time is what to compare."""
+    return getattr(_warming, "active", False)
+
+
+@contextlib.contextmanager
+def _warm_up_scope():
+    previous = warming_up()
+    _warming.active = True
+    try:
+        yield
+    finally:
+        _warming.active = previous
 
 
 def _side_stream(device: torch.device):
@@ -325,7 +343,8 @@ class GraphedStep:
         return all(v._value is t for v, t in zip(self.compiled._capture_vars, self._bound))
 
     def _warm_up(self, leaves):
-        return _on_side_stream(self.plan.device, lambda: self.compiled.run_uncaptured(leaves))
+        with _warm_up_scope():
+            return _on_side_stream(self.plan.device, lambda: self.compiled.run_uncaptured(leaves))
 
     def _capture(self, inputs) -> bool:
         compiled = self.compiled

@@ -175,6 +175,26 @@ def _gpu_time(run, runs: int) -> float:
     return start.elapsed_time(end) / 1000.0 / runs
 
 
+def _host_time(run, runs: int) -> float:
+    """Seconds per call of `run` on CUDA from the host's clock, the GPU drained before and
+    after: what a call costs where each launch is paid by the host (eager ops, steps that
+    run uncaptured)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(runs):
+        run()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / runs
+
+
+def _timer():
+    """How "auto" compares: by GPU time in the warm-up call of a step that CUDA graphs will
+    replay (`cuda_graphs.warming_up`), else by host time with the GPU drained."""
+    from keratron.autodiff import cuda_graphs
+
+    return _gpu_time if cuda_graphs.warming_up() else _host_time
+
+
 def _wall_time(run, runs: int) -> float:
     """Seconds per call of `run` by the host's clock (values off CUDA: nothing runs async)."""
     start = time.perf_counter()
@@ -195,11 +215,12 @@ def _signature(prim, vals, params):
     return prim.name, shapes, repr(sorted(params.items()))
 
 
-def _run_faster(prim, vals, params, timer=_gpu_time):
+def _run_faster(prim, vals, params, timer=None):
     """The route's or the fallback's result, whichever the measurement for this signature
     chose; None means "run the fallback". The first call of a signature runs both (the
     route first, so its compile and autotuning stay out of the timing), times `_TIMED_RUNS`
-    more runs of each with `timer(run, runs) -> seconds per run`, and keeps the fastest. A
+    more runs of each with `timer(run, runs) -> seconds per run` (by default `_timer()`: GPU
+    time while a step to be captured warms up, host time otherwise), and keeps the fastest. A
     route that lists variants (`route.variants(*vals, **params)`: the LSTM's whole-sequence
     and per-step plans) has each variant run once more and timed the same way."""
     key = _signature(prim, vals, params)
@@ -217,6 +238,7 @@ def _run_faster(prim, vals, params, timer=_gpu_time):
         _choices[key] = "fallback"
         return None
     _reference_on_cuda(prim, vals, params)  # warm-up, as the route's first run was
+    timer = timer or _timer()
     timed = {"fallback": timer(lambda: _reference_on_cuda(prim, vals, params), _TIMED_RUNS)}
     for i, variant in enumerate(_variants(prim, vals, params)):
         if i > 0 and _run_kernel(prim, vals, params, variant) is None:  # warm-up, compile

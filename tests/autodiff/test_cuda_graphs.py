@@ -345,6 +345,26 @@ def test_warm_up_capture_replay_matches_the_uncaptured_step(stand_in):
     assert int(a.optimizer.iterations.numpy()) == 5
 
 
+def test_only_the_warm_up_call_runs_in_the_warm_up_scope(stand_in, monkeypatch):
+    """Backend "auto" compares by GPU time inside the warm-up call (`warming_up`), which the
+    replays repeat; the capture and the replays decide nothing, and run outside it."""
+    model = _model()
+    f, step = _graphed(model, _batch())
+    seen = []  # for each run of the plan's steps: whether in the warm-up scope
+    replay = step.compiled._replay
+
+    def record_replay(*args):
+        seen.append(cuda_graphs.warming_up())
+        return replay(*args)
+
+    monkeypatch.setattr(step.compiled, "_replay", record_replay)
+    for i in range(3):
+        f(_batch(seed=i))
+    # The warm-up call, then the capture (the stand-in graph's replays rerun it too).
+    assert seen[:2] == [True, False] and not any(seen[1:])
+    assert step.captured and not cuda_graphs.warming_up()
+
+
 def test_replays_bump_write_counts_so_cached_preludes_refresh(stand_in):
     model = _model()
     fa, step = _graphed(model, _batch())
