@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from keratron.autodiff import memory_plan
 from keratron.autodiff import tape as _tape
 from keratron.ops._core import Primitive, as_tensor, canonical_axis
 from keratron.ops.elementwise import add, multiply, subtract
@@ -47,21 +48,46 @@ def _normalize_native(xl, scale, offset, epsilon):
     return y.movedim(1, -1), mean, var
 
 
-def _normalize_by_sums(xl, scale, offset, epsilon):
+# Rows a chunk of a CPU pass holds: about 2 MiB, cache-sized and small enough that its buffer
+# comes from malloc's bins instead of fresh pages (a fresh 49 MB temporary faults its pages in
+# at every step: 15 ms of a 17 ms subtraction on a 32x56x56x128 float32 batch, two cores).
+_CHUNK_BYTES = 1 << 21
+
+
+def _sum_of_squares(c2):
+    """Per-channel sum of squares of the (M, C) `c2`, by chunks of rows through one small
+    scratch (as accurate as one full-size square and sum: the same per-chunk reduction)."""
+    rows, channels = c2.shape
+    step = max(1, min(rows, _CHUNK_BYTES // (channels * c2.element_size())))
+    total = c2.new_zeros(channels)
+    scratch = c2.new_empty((step, channels))
+    for start in range(0, rows, step):
+        part = c2[start : start + step]
+        total += torch.square(part, out=scratch[: part.shape[0]]).sum(0)
+    return total
+
+
+def _normalize_by_sums(xl, scale, offset, epsilon, out=None):
     """Channels-last `xl`: the mean by a sum, the variance by a sum of squared deviations
-    (two-pass, as accurate as `var_mean`), then the deviations scaled in place (CPU)."""
-    dims = tuple(range(xl.ndim - 1))
-    count = xl.numel() // xl.shape[-1] if xl.shape[-1] else 0
-    mean = xl.sum(dims).div_(count)
-    centered = xl - mean
-    var = centered.square().sum(dims).div_(count)
+    (two-pass, as accurate as `var_mean`), the deviations written to `out` (an (M, C) buffer,
+    or a new tensor) and scaled in place (CPU). On the 32x56x56x128 batch, with `out` a kept
+    buffer: 7.4 ms against 35 ms for a fresh deviation tensor and a full-size square."""
+    channels = xl.shape[-1]
+    if channels == 0:
+        empty = xl.new_empty((0,))
+        return xl.clone(), empty, empty.clone()
+    x2 = xl.reshape(-1, channels)
+    count = x2.shape[0]
+    mean = x2.sum(0).div_(count)
+    centered = torch.sub(x2, mean, out=out)
+    var = _sum_of_squares(centered).div_(count)
     k = torch.rsqrt(var + epsilon)
     if scale is not None:
         k = k * scale
     y = centered.mul_(k)
     if offset is not None:
         y = y.add_(offset)
-    return y, mean, var
+    return y.view(xl.shape), mean, var
 
 
 def _bn_impl(x, scale, offset, axis, epsilon):
@@ -149,6 +175,22 @@ batch_norm_p = Primitive(
 batch_norm_grad_p = Primitive(
     "batch_norm_grad", _bn_grad_impl, multiple_results=True, shape_rule=_bn_grad_shape
 )
+
+
+def _channels_last(params, avals) -> bool:
+    return params["axis"] == len(avals[0][0]) - 1
+
+
+@memory_plan.keeps_output(batch_norm_p, _channels_last)
+def _batch_norm_into(buffers, out_avals, x, scale, offset, axis, epsilon):
+    # What `_bn_impl` computes on CPU, y written into the plan's kept buffer. (The backward
+    # stays on torch's kernel, which allocates dx: a chunked backward writing dx into a kept
+    # buffer was faster alone at 32-49 MB, 7-11 ms against 14-21, but slowed MobileNet
+    # training, 197-200 against 215-218 images/s.)
+    if not x.is_contiguous() or x.shape[-1] == 0:
+        return None
+    y = memory_plan.buffer(buffers, "y", out_avals[0])
+    return _normalize_by_sums(x, scale, offset, epsilon, out=y.view(-1, x.shape[-1]))
 
 
 def fused_batch_normalization(x, axis=-1, scale=None, offset=None, epsilon=1e-3):

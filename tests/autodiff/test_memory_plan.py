@@ -175,3 +175,33 @@ def test_average_pool_and_concatenate_write_kept_buffers():
         "sum",
     ]
     assert len(plan.kept_buffers) == 2
+
+
+def _batch_norm_step(x, gamma, beta, g):
+    # The fused batch norm forward and backward on a channels-last batch over MIN_BYTES; y
+    # and dx are read inside (a function's outputs are never kept).
+    from keratron.ops.batchnorm import fused_batch_normalization
+
+    with keratron.GradientTape() as tape:
+        tape.watch([x, gamma, beta])
+        y, mean, var = fused_batch_normalization(x, -1, gamma, beta)
+        loss = ops.sum(ops.sin(y) * g) + ops.sum(mean) + ops.sum(var)
+    dx, dgamma, dbeta = tape.gradient(loss, [x, gamma, beta])
+    # (dgamma and dbeta are read too: a node with any output returned keeps nothing.)
+    return ops.sum(ops.square(y), axis=(0, 1, 2)), ops.sum(ops.cos(dx), axis=0), dgamma * 2, -dbeta
+
+
+def test_batch_norm_writes_a_kept_buffer_with_the_eager_values():
+    rng = np.random.default_rng(4)
+    gamma = rng.uniform(0.5, 1.5, 24).astype("float32")
+    beta = rng.standard_normal(24).astype("float32")
+    f = keratron.function(_batch_norm_step)
+    for _ in range(3):
+        x = (rng.standard_normal((8, 40, 40, 24)) * 3 + 10).astype("float32")
+        g = rng.standard_normal(x.shape).astype("float32")
+        args = [keratron.ops.convert_to_tensor(a) for a in (x, gamma, beta, g)]
+        got, want = f(*args), _batch_norm_step(*args)
+        for a, b in zip(got, want):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+    names = [set(b) for b in f.get_concrete_graph(*args).kept_buffers]
+    assert {"y"} in names
