@@ -22,7 +22,7 @@ import torch
 from keratron.autodiff import memory_plan
 from keratron.autodiff import tape as _tape
 from keratron.ops._core import Primitive, as_tensor, canonical_axis
-from keratron.ops.elementwise import add, multiply, subtract
+from keratron.ops.elementwise import add, cast, multiply, subtract
 from keratron.ops.shaping import reshape
 
 __all__ = ["fused_batch_normalization"]
@@ -216,14 +216,18 @@ def fused_batch_normalization(x, axis=-1, scale=None, offset=None, epsilon=1e-3)
             f"feature axis). Received shape={x.shape}"
         )
     axis = canonical_axis(axis, x.ndim, "fused_batch_normalization")
+    dtype = x.dtype
+    if dtype in ("float16", "bfloat16"):  # reduced in float32 and cast back, as `moments`
+        x = cast(x, "float32")
     params = []
     for name, v in (("scale", scale), ("offset", offset)):
         if v is not None:
-            v = as_tensor(v, dtype=x.dtype)
+            v = cast(as_tensor(v), x.dtype)
             if tuple(v.shape) != (x.shape[axis],):
                 raise ValueError(
                     f"fused_batch_normalization: `{name}` must have shape ({x.shape[axis]},) "
                     f"(axis {axis} of x with shape {x.shape}). Received shape {v.shape}."
                 )
         params.append(v)
-    return batch_norm_p.bind(x, *params, axis=axis, epsilon=float(epsilon))
+    out = batch_norm_p.bind(x, *params, axis=axis, epsilon=float(epsilon))
+    return out if dtype == x.dtype else tuple(cast(t, dtype) for t in out)

@@ -470,3 +470,28 @@ def test_batch_norm_statistics_agree_on_both_devices_forms(shape, affine):
         for a, b in zip(got, (y, mean, var)):
             assert a.dtype == torch.float32 and a.shape == b.shape
             np.testing.assert_allclose(a.double(), b, rtol=2e-5, atol=2e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fused_batch_normalization_of_half_inputs_reduces_in_float32(dtype):
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((64, 3)) * 2 + 300).astype("float32")
+    scale, offset = rng.uniform(0.5, 2, 3).astype("float32"), rng.standard_normal(3)
+    half = kt.ops.cast(x, dtype)
+    y, mean, var = fused_batch_normalization(half, -1, scale, offset)
+    assert (y.dtype, mean.dtype, var.dtype) == (dtype,) * 3
+    x64 = kt.ops.cast(half, "float64").numpy()  # the values the half tensor holds
+    m, v = x64.mean(0), x64.var(0)
+    want = (x64 - m) / np.sqrt(v + 1e-3) * scale + offset
+    tol = 1e-2 if dtype == "float16" else 5e-2
+    np.testing.assert_allclose(kt.ops.cast(y, "float64").numpy(), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(kt.ops.cast(var, "float64").numpy(), v, rtol=tol)
+
+
+def test_fused_batch_normalization_rejects_what_it_cannot_normalize():
+    with pytest.raises(TypeError, match="`x` must be a float tensor"):
+        fused_batch_normalization(np.ones((2, 3), "int32"))
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        fused_batch_normalization(np.ones(3, "float32"))
+    with pytest.raises(ValueError, match=r"`scale` must have shape \(3,\)"):
+        fused_batch_normalization(np.ones((2, 3), "float32"), scale=np.ones(4, "float32"))
