@@ -219,24 +219,24 @@ def capture_plan(compiled, device=None) -> CapturePlan:
 # ------------------------------------------------------------------------------ capture
 _side_streams: dict = {}
 _streams_lock = threading.Lock()
-_warming = threading.local()
+_graphed = threading.local()
 
 
-def warming_up() -> bool:
-    """Whether this thread is running the warm-up call of a step that is to be captured: what
-    the ops decide now (backend "auto"'s kernel choices) is then replayed from a CUDA graph,
-    where a launch costs the host nothing, so GPU time is what to compare."""
-    return getattr(_warming, "active", False)
+def in_graphed_step() -> bool:
+    """Whether this thread is running a step that CUDA graphs replay, in its warm-up call or
+    its capture: what the ops decide there (backend "auto"'s kernel choices) is replayed from
+    the graph, where a launch costs the host nothing, so GPU time is what to compare."""
+    return getattr(_graphed, "active", False)
 
 
 @contextlib.contextmanager
-def _warm_up_scope():
-    previous = warming_up()
-    _warming.active = True
+def _graphed_scope():
+    previous = in_graphed_step()
+    _graphed.active = True
     try:
         yield
     finally:
-        _warming.active = previous
+        _graphed.active = previous
 
 
 def _side_stream(device: torch.device):
@@ -343,7 +343,7 @@ class GraphedStep:
         return all(v._value is t for v, t in zip(self.compiled._capture_vars, self._bound))
 
     def _warm_up(self, leaves):
-        with _warm_up_scope():
+        with _graphed_scope():
             return _on_side_stream(self.plan.device, lambda: self.compiled.run_uncaptured(leaves))
 
     def _capture(self, inputs) -> bool:
@@ -359,11 +359,12 @@ class GraphedStep:
         # so it follows weight updates without a host-side check.
         pre: list = [None, None]
         try:
-            graph, outs, self._kept = _capture_into(
-                device,
-                lambda: without_grad(compiled._replay, static, compiled._capture_vars, pre),
-                self.plan,
-            )
+            with _graphed_scope():
+                graph, outs, self._kept = _capture_into(
+                    device,
+                    lambda: without_grad(compiled._replay, static, compiled._capture_vars, pre),
+                    self.plan,
+                )
         except Exception as e:  # torch reports a host sync or unsupported call while capturing
             self.failed = f"capture failed ({type(e).__name__}: {e})"
             self._warn(self.failed)

@@ -35,7 +35,7 @@ from functools import partial
 import torch
 
 from keratron import config
-from keratron.autodiff import primitive
+from keratron.autodiff import cuda_graphs, primitive
 from keratron.autodiff.primitive import without_grad
 
 
@@ -187,14 +187,6 @@ def _host_time(run, runs: int) -> float:
     return (time.perf_counter() - start) / runs
 
 
-def _timer():
-    """How "auto" compares: by GPU time in the warm-up call of a step that CUDA graphs will
-    replay (`cuda_graphs.warming_up`), else by host time with the GPU drained."""
-    from keratron.autodiff import cuda_graphs
-
-    return _gpu_time if cuda_graphs.warming_up() else _host_time
-
-
 def _wall_time(run, runs: int) -> float:
     """Seconds per call of `run` by the host's clock (values off CUDA: nothing runs async)."""
     start = time.perf_counter()
@@ -209,18 +201,22 @@ _MEASURED_PER_PRIMITIVE = 64
 
 
 def _signature(prim, vals, params):
+    """(primitive, shapes, params, graphed): a call inside a step that CUDA graphs replay
+    (its warm-up and its capture, `cuda_graphs.in_graphed_step`) is measured apart from the
+    same call made eagerly, since one pays its launches on the host and the other not."""
     shapes = tuple(
         None if v is None else (tuple(v.shape), v.dtype, v.stride(), v.device) for v in vals
     )
-    return prim.name, shapes, repr(sorted(params.items()))
+    return prim.name, shapes, repr(sorted(params.items())), cuda_graphs.in_graphed_step()
 
 
 def _run_faster(prim, vals, params, timer=None):
     """The route's or the fallback's result, whichever the measurement for this signature
     chose; None means "run the fallback". The first call of a signature runs both (the
     route first, so its compile and autotuning stay out of the timing), times `_TIMED_RUNS`
-    more runs of each with `timer(run, runs) -> seconds per run` (by default `_timer()`: GPU
-    time while a step to be captured warms up, host time otherwise), and keeps the fastest. A
+    more runs of each with `timer(run, runs) -> seconds per run` (by default GPU time inside a
+    step that CUDA graphs replay, host time with the GPU drained otherwise), and keeps the
+    fastest. A
     route that lists variants (`route.variants(*vals, **params)`: the LSTM's whole-sequence
     and per-step plans) has each variant run once more and timed the same way."""
     key = _signature(prim, vals, params)
@@ -238,7 +234,7 @@ def _run_faster(prim, vals, params, timer=None):
         _choices[key] = "fallback"
         return None
     _reference_on_cuda(prim, vals, params)  # warm-up, as the route's first run was
-    timer = timer or _timer()
+    timer = timer or (_gpu_time if key[-1] else _host_time)
     timed = {"fallback": timer(lambda: _reference_on_cuda(prim, vals, params), _TIMED_RUNS)}
     for i, variant in enumerate(_variants(prim, vals, params)):
         if i > 0 and _run_kernel(prim, vals, params, variant) is None:  # warm-up, compile
@@ -250,9 +246,9 @@ def _run_faster(prim, vals, params, timer=None):
 
 
 def kernel_choices() -> dict:
-    """What backend "auto" measured so far: {(primitive, shapes, params): "kernel",
+    """What backend "auto" measured so far: {(primitive, shapes, params, graphed): "kernel",
     "kernel:<variant>" or "fallback"}, where shapes holds (shape, dtype, strides, device) per
-    operand."""
+    operand and graphed whether the call ran inside a step that CUDA graphs replay."""
     return dict(_choices)
 
 

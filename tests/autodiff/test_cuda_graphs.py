@@ -345,24 +345,25 @@ def test_warm_up_capture_replay_matches_the_uncaptured_step(stand_in):
     assert int(a.optimizer.iterations.numpy()) == 5
 
 
-def test_only_the_warm_up_call_runs_in_the_warm_up_scope(stand_in, monkeypatch):
-    """Backend "auto" compares by GPU time inside the warm-up call (`warming_up`), which the
-    replays repeat; the capture and the replays decide nothing, and run outside it."""
+def test_the_warm_up_call_and_the_capture_run_as_a_graphed_step(stand_in, monkeypatch):
+    """Backend "auto" measures by GPU time inside the warm-up call and the capture
+    (`in_graphed_step`), whose launches the replays repeat; nothing else runs in that scope."""
     model = _model()
     f, step = _graphed(model, _batch())
     seen = []  # for each run of the plan's steps: whether in the warm-up scope
     replay = step.compiled._replay
 
     def record_replay(*args):
-        seen.append(cuda_graphs.warming_up())
+        seen.append(cuda_graphs.in_graphed_step())
         return replay(*args)
 
     monkeypatch.setattr(step.compiled, "_replay", record_replay)
     for i in range(3):
         f(_batch(seed=i))
-    # The warm-up call, then the capture (the stand-in graph's replays rerun it too).
-    assert seen[:2] == [True, False] and not any(seen[1:])
-    assert step.captured and not cuda_graphs.warming_up()
+    # The warm-up call, then the capture; the stand-in graph reruns the captured steps to
+    # model a replay, outside the scope (a real replay runs no Python).
+    assert seen[:2] == [True, True] and not any(seen[2:])
+    assert step.captured and not cuda_graphs.in_graphed_step()
 
 
 def test_replays_bump_write_counts_so_cached_preludes_refresh(stand_in):

@@ -181,39 +181,38 @@ def test_auto_waits_longer_than_the_host_takes_to_queue_the_timed_runs():
     assert _dispatch._queue_cycles(4e-3, 3) == int(1.5 * 12e-3 * 2e9)
 
 
-def test_auto_compares_by_gpu_time_only_while_a_step_to_be_captured_warms_up(monkeypatch):
-    """A choice made in the warm-up call of a step that CUDA graphs replay is made by GPU
-    time (replays cost the host nothing); eager ops and uncaptured steps pay each launch on
-    the host, so their choice is made by host time."""
+def test_auto_measures_a_graphed_step_by_gpu_time_and_apart_from_eager_calls(monkeypatch):
+    """A choice made inside a step that CUDA graphs replay (its warm-up and capture) is made
+    by GPU time, since the replays cost the host nothing; the same call made eagerly pays each
+    launch on the host, so it is measured again, by host time, and kept apart."""
     from keratron.autodiff import cuda_graphs
     from keratron.ops import _dispatch
 
-    assert not cuda_graphs.warming_up()
-    assert _dispatch._timer() is _dispatch._host_time
-    with cuda_graphs._warm_up_scope():
-        assert cuda_graphs.warming_up()
-        assert _dispatch._timer() is _dispatch._gpu_time
-        with cuda_graphs._warm_up_scope():
-            pass
-        assert cuda_graphs.warming_up()  # a nested scope restores, not clears
-    assert _dispatch._timer() is _dispatch._host_time
-
-    # `_run_faster` takes the context's timer when given none.
     used = []
     for name in ("_gpu_time", "_host_time"):
         monkeypatch.setattr(_dispatch, name, lambda run, runs, name=name: used.append(name) or 1.0)
     vals, params = _matmul_operands(4)
     prim = PRIMITIVES["matmul"]
-    for scope, want in (
-        (contextlib.nullcontext, "_host_time"),
-        (cuda_graphs._warm_up_scope, "_gpu_time"),
-    ):
-        _dispatch.clear_kernel_choices()
-        used.clear()
-        with scope():
-            _dispatch._run_faster(prim, vals, params)
-        assert used and set(used) == {want}
     _dispatch.clear_kernel_choices()
+    try:
+        for scope, want in ((contextlib.nullcontext, "_host_time"),
+                            (cuda_graphs._graphed_scope, "_gpu_time")):  # fmt: skip
+            used.clear()
+            with scope():
+                _dispatch._run_faster(prim, vals, params)
+                assert cuda_graphs.in_graphed_step() == (want == "_gpu_time")
+            assert used and set(used) == {want}
+        assert not cuda_graphs.in_graphed_step()
+        graphed = [key[-1] for key in _dispatch.kernel_choices()]
+        assert sorted(graphed) == [False, True]
+        # Measured once per context: later calls in either reuse their own choice.
+        used.clear()
+        _dispatch._run_faster(prim, vals, params)
+        with cuda_graphs._graphed_scope():
+            _dispatch._run_faster(prim, vals, params)
+        assert used == []
+    finally:
+        _dispatch.clear_kernel_choices()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
