@@ -1072,16 +1072,18 @@ def forward_route(
         NotImplementedError: for dtypes other than float32/float16/bfloat16, unknown
             activations, mixed dtypes/devices, or tensors too large for int32 offsets.
     """
-    mode = _plan_of(variant, h0.shape[-1], x_proj.dtype)
     key, state = None, launch_state()
     if state is not None:
+        # The variant asked for (None: the size's own plan, which the shapes fix) is part of
+        # the key: a plan's cached launches never answer for another's.
         key = (tensor_key(x_proj), tensor_key(h0), tensor_key(c0), tensor_key(kernel),
                None if mask is None else tensor_key(mask), reverse, activation,
                recurrent_activation, zero_output_for_mask, dot_precision(x_proj.dtype),
-               mode, state)  # fmt: skip
+               variant, state)  # fmt: skip
         cached = _FORWARD_CACHE.get(key)
         if cached is not None:
             return cached(x_proj, h0, c0, kernel, mask)
+    mode = _plan_of(variant, h0.shape[-1], x_proj.dtype)
     _check("lstm", [x_proj, h0, c0, kernel], activation, recurrent_activation)
     batch, steps, width = x_proj.shape
     units = h0.shape[-1]
@@ -1167,16 +1169,16 @@ def backward_route(
         NotImplementedError: as `forward_route`.
     """
     tensors = [g_all, g_h, g_c, h0, c0, kernel, all_h, gates, cells]
-    mode = _plan_of(variant, h0.shape[-1], gates.dtype)
     key, state = None, launch_state()
     if state is not None:
         key = tuple(map(tensor_key, tensors))
         key += (None if mask is None else tensor_key(mask), reverse, activation)
-        key += (recurrent_activation, zero_output_for_mask, dot_precision(gates.dtype), mode)
+        key += (recurrent_activation, zero_output_for_mask, dot_precision(gates.dtype), variant)
         key += (state,)
         cached = _BACKWARD_CACHE.get(key)
         if cached is not None:
             return cached(*tensors, mask)
+    mode = _plan_of(variant, h0.shape[-1], gates.dtype)
     _check("lstm_grad", tensors, activation, recurrent_activation)
     steps, batch, width = gates.shape
     units = h0.shape[-1]

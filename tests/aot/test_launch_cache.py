@@ -255,3 +255,21 @@ def test_a_route_cache_keeps_no_tensor_of_the_call_that_filled_it(calls):
         gc.collect()
         assert [r() for r in refs] == [None] * 4
         assert any(_common.ROUTE_CACHES)
+
+
+def test_the_step_plan_is_not_answered_by_a_cached_whole_sequence_launch(calls):
+    """Backend "auto" runs both of the LSTM's plans for one signature: with the streamed plan's
+    launches cached, the step plan (`variant="steps"`) still launches once per time step."""
+    steps = 5
+    args = (_r(3, steps, 4 * 40), _r(3, 40), _r(3, 40), _r(40, 160), None, False)
+    with _standin.stand_in_driver() as launches:
+        for _ in range(2):  # the second call replays the cached launch
+            lstm.forward_route(*args, **_LSTM)
+        assert len(launches) == 2 and {f.name for f in launches} == {"_lstm_fwd_seq_kernel"}
+        launches.clear()
+        for _ in range(2):
+            lstm.forward_route(*args, **_LSTM, variant="steps")
+        assert [f.name for f in launches] == ["_lstm_fwd_step_kernel"] * (2 * steps)
+        launches.clear()
+        lstm.forward_route(*args, **_LSTM)
+        assert [f.name for f in launches] == ["_lstm_fwd_seq_kernel"]
