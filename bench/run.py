@@ -48,7 +48,7 @@ from workloads import (  # noqa: E402
 )
 
 DEFAULT_WORKLOADS = ("tiny", "mlp", "cnn", "lstm", "predict", "tf1-mlp")
-APPLICATION_WORKLOADS = ("mobilenet", "inception_v3")
+APPLICATION_WORKLOADS = ("mobilenet", "inception_v3", "mobilenet_train")
 PEERS_VENV = os.path.join(REPO, ".venv-peers")
 PEERS_LOG = os.path.join(HERE, "results", "peers-setup.log")
 DEFAULT_JSON = os.path.join(HERE, "results", "latest.json")
@@ -315,7 +315,7 @@ def check(args, workloads, frameworks) -> tuple[dict, bool]:
     paths = interpreters(frameworks)
     good = True
     results = {}
-    print(f"{'workload':<13}{'framework':<14}{'params':>10}{'trainable':>11}  result")
+    print(f"{'workload':<17}{'framework':<14}{'params':>10}{'trainable':>11}  result")
     for workload in workloads:
         rows = {}
         for fw in (f for f in frameworks if applies(f, workload)):
@@ -340,7 +340,7 @@ def check(args, workloads, frameworks) -> tuple[dict, bool]:
                 note = f"output shape {tuple(rec['output_shape'])}"
             params = rec.get("params", "")
             trainable = rec.get("trainable_params", "")
-            print(f"{workload:<13}{fw:<14}{params:>10}{trainable:>11}  {note}", flush=True)
+            print(f"{workload:<17}{fw:<14}{params:>10}{trainable:>11}  {note}", flush=True)
         ok = [r for r in rows.values() if r.get("status") == "ok"]
         for key in ("params", "trainable_params", "output_shape"):
             values = {json.dumps(r.get(key)) for r in ok}

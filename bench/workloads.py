@@ -84,6 +84,8 @@ WORKLOADS = {
         # Session.run per batch): keratron.compat.v1 against TensorFlow's tf.compat.v1.
         Workload("tf1-mlp", "mlp", "train-tf1", 8192, 128, 1024),
         Workload("mobilenet", "mobilenet", "predict", 32, 8, 32, application="MobileNet"),
+        # Training through BatchNormalization in training mode (27 layers), on logits.
+        Workload("mobilenet_train", "mobilenet", "train", 32, 8, 16, application="MobileNet"),
         Workload("inception_v3", "inception_v3", "predict", 32, 8, 32, application="InceptionV3"),
     )
 }
@@ -129,8 +131,9 @@ def make_data(wl: Workload, n: int) -> tuple[np.ndarray, np.ndarray | None]:
         score = (x % 2 == 0).sum(axis=1)
         y = (score > np.median(score)).astype(np.float32).reshape(n, 1)
         return x, y
-    # Image classifiers are only timed on predict: random pixels in [0, 1).
-    return rng.random((n, *shape), dtype=np.float32), None
+    # Image classifiers: random pixels in [0, 1); random ImageNet labels to train on.
+    x = rng.random((n, *shape), dtype=np.float32)
+    return x, (rng.integers(0, 1000, n) if wl.task == "train" else None)
 
 
 # ----------------------------------------------------------------------------------------
@@ -145,6 +148,8 @@ def build_keras_model(keras, wl: Workload):
         builder = getattr(apps, wl.application, None)
         if builder is None:
             raise Unavailable(f"{keras.__name__}.applications.{wl.application} does not exist")
+        if wl.task == "train":  # logits, for the sparse cross-entropy from logits
+            return builder(weights=None, classifier_activation=None)
         return builder(weights=None)
     if wl.model == "tiny":
         stack = [layers.Dense(10)]
@@ -327,7 +332,8 @@ def build_torch_model(torch, wl: Workload):
 
         return LSTMClassifier()
     if wl.model == "mobilenet":
-        return _torch_mobilenet(torch)
+        model = _torch_mobilenet(torch)
+        return model[:-1] if wl.task == "train" else model  # logits to train on
     if wl.model == "inception_v3":
         return _torch_inception_v3(torch)
     raise ValueError(f"build_torch_model: unknown model {wl.model!r}")
