@@ -6,13 +6,16 @@ device routes registered next to their kernels with `@device_route(prim, device)
 (`keratron.autodiff.primitive`). Per call:
 
 - the "cuda" route (a Triton kernel) runs when the backend is "triton" (on CPU values that
-  needs TRITON_INTERPRET=1); with "auto" and CUDA values, whichever of the route and the
-  reference (cuBLAS, cuDNN) took less GPU time the first time this primitive met these
-  shapes, dtypes, strides and parameters runs (like cuDNN's benchmark mode; a training step's
-  shapes repeat, so each is timed once; past 64 measured signatures of one primitive, a new
-  one takes that primitive's most frequent choice untimed). GPU time, not the host's: a step
-  replayed as a CUDA graph pays no host time per kernel, and a host-bound comparison picked
-  slower kernels for small convolutions;
+  needs TRITON_INTERPRET=1); with "auto" and CUDA values, whichever of the route (each of its
+  variants, when it lists some: the LSTM's whole-sequence and per-step plans) and the
+  reference (cuBLAS, cuDNN) was faster the first time this primitive met these shapes,
+  dtypes, strides and parameters runs (like cuDNN's benchmark mode; a training step's shapes
+  repeat, so each is timed once; past 64 measured signatures of one primitive, a new one
+  takes that primitive's most frequent choice untimed). Inside a step that CUDA graphs replay
+  (its warm-up and capture) "faster" is by GPU time, since a replay pays no host time per
+  kernel (a host-bound comparison picked slower kernels for small convolutions); elsewhere
+  (eager ops, uncaptured steps) by host time with the GPU drained, and the two are measured
+  and kept apart;
 - otherwise, on CPU values, the "cpu" route (oneDNN, a GEMM) runs, untimed;
 - otherwise the reference runs.
 
