@@ -224,6 +224,40 @@ def test_random_interleaving_with_kept_buffers_matches_the_eager_reference(tmp_p
     assert "conv_max_pool" in kept_prims, kept_prims  # the fused inference step's buffers
 
 
+def _batchnorm_model(seed=0):
+    """BatchNormalization in training (the fused batch-norm primitive, whose CPU forward writes
+    its output into a kept buffer) after a convolution, and a frozen one (folded into the
+    convolution before it in inference), on MobileNet's conv-BN-ReLU6 pattern."""
+    kt.utils.set_random_seed(seed)
+    inputs = kt.Input((32, 32, 8))
+    h = kt.layers.Conv2D(16, 3, padding="same", use_bias=False)(inputs)
+    h = kt.layers.ReLU(6.0)(kt.layers.BatchNormalization(momentum=0.9)(h))
+    h = kt.layers.DepthwiseConv2D(3, padding="same", use_bias=False)(h)
+    h = kt.layers.ReLU(6.0)(kt.layers.BatchNormalization(trainable=False)(h))
+    h = kt.layers.GlobalAveragePooling2D()(h)
+    return kt.Model(inputs, kt.layers.Dense(3)(h))
+
+
+def test_random_interleaving_with_batch_norm_in_training_matches_the_eager_reference(
+    tmp_path, monkeypatch
+):
+    from keratron.autodiff import memory_plan
+
+    kept_prims = set()
+    make = memory_plan.kept_buffer_call
+
+    def recording(graph, node, fallback, buffers_list):
+        call = make(graph, node, fallback, buffers_list)
+        if call is not None:
+            kept_prims.add(node.prim.name)
+        return call
+
+    monkeypatch.setattr(memory_plan, "kept_buffer_call", recording)
+    monkeypatch.setattr(memory_plan, "MIN_BYTES", 1 << 16)
+    _interleave(seed=5, steps=14, tmp_path=tmp_path, make_model=_batchnorm_model, image=(32, 32, 8))
+    assert "batch_norm" in kept_prims, kept_prims  # the training forward's kept output
+
+
 def _branchy_model(seed=0):
     """A MobileNet-style (0, 1) pad before a stride-2 depthwise convolution (the compiler
     folds it: the prelude grows the kernel by a zero row and column), an Inception-style
