@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from keratron import config
+from keratron.autodiff import tape as _tape
 from keratron.autodiff.dtypes import standardize_dtype, to_torch_dtype
 from keratron.autodiff.primitive import Primitive
 from keratron.autodiff.tensor import Tensor, convert_to_tensor, maybe_autocast
@@ -133,3 +134,22 @@ def _data_dependent(name, hint):
 def on_device_of(t: Tensor, ref: Tensor) -> Tensor:
     """`t` moved to `ref`'s device."""
     return on_device(t, ref._value.device)
+
+
+def backward_is_recorded() -> bool:
+    """Whether a tape other than the one taking this gradient is recording it (a second-order
+    gradient): a VJP rule whose backward is a primitive without its own VJP then composes the
+    backward from keratron ops instead (`composite_vjp`)."""
+    return any(t.is_recording for t in _tape.active_tapes())
+
+
+def composite_vjp(fn, cotangents, inputs, *args, **params):
+    """Input cotangents of `fn(*inputs, *args, **params)`, written with keratron ops, from a
+    nested tape: every op of this backward pass is recorded by the outer tapes. None inputs
+    get None."""
+    live = [x for x in inputs if x is not None]
+    with _tape.GradientTape() as inner:
+        inner.watch(live)
+        outs = fn(*inputs, *args, **params)
+    grads = iter(inner.gradient(list(outs), live, output_gradients=list(cotangents)))
+    return tuple(None if x is None else next(grads) for x in inputs)

@@ -20,9 +20,14 @@ from __future__ import annotations
 import torch
 
 from keratron.autodiff import memory_plan
-from keratron.autodiff import tape as _tape
-from keratron.ops._core import Primitive, as_tensor, canonical_axis
-from keratron.ops.elementwise import add, cast, multiply, subtract
+from keratron.ops._core import (
+    Primitive,
+    as_tensor,
+    backward_is_recorded,
+    canonical_axis,
+    composite_vjp,
+)
+from keratron.ops.elementwise import add, cast, multiply, subtract, zeros_like_p
 from keratron.ops.shaping import reshape
 
 __all__ = ["fused_batch_normalization"]
@@ -133,19 +138,9 @@ def _composite(x, scale, offset, axis, epsilon):
 
 
 def _bn_vjp(gs, x, scale, offset, out, axis, epsilon):
-    inputs = [x, scale, offset]
-    if any(t.is_recording for t in _tape.active_tapes()):
-        live = [v for v in inputs if v is not None]
-        outs, cots = [], []
-        with _tape.GradientTape() as inner:
-            inner.watch(live)
-            composite = _composite(x, scale, offset, axis, epsilon)
-        for o, g in zip(composite, gs):
-            if g is not None:
-                outs.append(o)
-                cots.append(g)
-        grads = iter(inner.gradient(outs, live, output_gradients=cots))
-        return tuple(None if v is None else next(grads) for v in inputs)
+    if backward_is_recorded():
+        filled = [zeros_like_p.bind(o) if g is None else g for g, o in zip(gs, out)]
+        return composite_vjp(_composite, filled, [x, scale, offset], axis=axis, epsilon=epsilon)
     gy, gmean, gvar = gs
     _, mean, var = out
     if gy is None:

@@ -23,9 +23,15 @@ from __future__ import annotations
 import torch
 
 from keratron import config
-from keratron.autodiff import tape as _tape
 from keratron.autodiff.primitive import device_route
-from keratron.ops._core import Primitive, Tensor, as_tensor, on_device
+from keratron.ops._core import (
+    Primitive,
+    Tensor,
+    as_tensor,
+    backward_is_recorded,
+    composite_vjp,
+    on_device,
+)
 from keratron.ops.elementwise import (
     add,
     cast,
@@ -221,8 +227,8 @@ def _lstm_grad_impl(
 
 
 def _lstm_vjp(gs, x_proj, h0, c0, kernel, mask, out, **params):
-    if _backward_is_recorded():
-        return (*_composite_vjp(_lstm_steps, gs[:3], [x_proj, h0, c0, kernel], mask, params), None)
+    if backward_is_recorded():
+        return (*composite_vjp(_lstm_steps, gs[:3], [x_proj, h0, c0, kernel], mask, **params), None)
     all_h, _, _, gates, cells = out
     dx, dh0, dc0, dk = lstm_grad_p.bind(
         gs[0], gs[1], gs[2], h0, c0, kernel, mask, all_h, gates, cells, **params
@@ -417,10 +423,10 @@ def _lstm_projected_steps(x, kernel, recurrent_kernel, bias, h0, c0, mask, rever
 
 def _lstm_onednn_vjp(gs, x, kernel, recurrent_kernel, bias, h0, c0, out, reverse):
     inputs = [x, kernel, recurrent_kernel, bias, h0, c0]
-    if _backward_is_recorded():
+    if backward_is_recorded():
         filled = [zeros_like_p.bind(o) if g is None else g for g, o in zip(gs[:3], out[:3])]
         params = {"reverse": reverse}
-        return _composite_vjp(_lstm_projected_steps, filled, inputs, None, params)
+        return composite_vjp(_lstm_projected_steps, filled, inputs, None, **params)
     grads = lstm_onednn_grad_p.bind(gs[0], gs[1], gs[2], *inputs, *out, reverse=reverse)
     return grads[:3] + (None if bias is None else grads[3],) + grads[4:]
 
@@ -575,9 +581,9 @@ def _gru_grad_impl(
 
 
 def _gru_vjp(gs, x_proj, h0, kernel, recurrent_bias, mask, out, **params):
-    if _backward_is_recorded():
+    if backward_is_recorded():
         inputs = [x_proj, h0, kernel, recurrent_bias]
-        return (*_composite_vjp(_gru_steps, gs[:2], inputs, mask, params), None)
+        return (*composite_vjp(_gru_steps, gs[:2], inputs, mask, **params), None)
     all_h, _, gates, aux = out
     dx, dh0, dk, db = gru_grad_p.bind(
         gs[0], gs[1], h0, kernel, recurrent_bias, mask, all_h, gates, aux, **params
@@ -618,22 +624,6 @@ _ACTIVATION_OPS = {
     "hard_sigmoid": _hard_sigmoid_op,
     "linear": lambda x: x,
 }
-
-
-def _backward_is_recorded() -> bool:
-    """Whether a tape other than the one taking this gradient is recording it."""
-    return any(t.is_recording for t in _tape.active_tapes())
-
-
-def _composite_vjp(steps_fn, cotangents, inputs, mask, params):
-    """Input cotangents from a nested tape over `steps_fn`, the recurrence written with
-    keratron ops: every op of this backward pass is recorded by the outer tapes."""
-    live = [x for x in inputs if x is not None]
-    with _tape.GradientTape() as inner:
-        inner.watch(live)
-        outs = steps_fn(*inputs, mask, **params)
-    grads = iter(inner.gradient(list(outs), live, output_gradients=list(cotangents)))
-    return tuple(None if x is None else next(grads) for x in inputs)
 
 
 def _time_steps(x_proj, reverse):
