@@ -219,15 +219,20 @@ def _run_faster(prim, vals, params, timer=None):
     route first, so its compile and autotuning stay out of the timing), times `_TIMED_RUNS`
     more runs of each with `timer(run, runs) -> seconds per run` (by default GPU time inside a
     step that CUDA graphs replay, host time with the GPU drained otherwise), and keeps the
-    fastest. A
-    route that lists variants (`route.variants(*vals, **params)`: the LSTM's whole-sequence
-    and per-step plans) has each variant run once more and timed the same way."""
+    fastest. A route that lists variants (`route.variants(*vals, **params)`: the LSTM's
+    whole-sequence and per-step plans) has each variant run once more and timed the same
+    way."""
     key = _signature(prim, vals, params)
     choice = _choices.get(key)
     if choice is None:
         made = [c for k, c in _choices.items() if k[0] == prim.name]
         if len(made) >= _MEASURED_PER_PRIMITIVE:
             choice = max(sorted(set(made)), key=made.count)
+            # A variant chosen for other sizes may not run this one (the LSTM's streamed
+            # plan past 1024 units): the route's own pick runs instead.
+            variant = choice.partition(":")[2]
+            if variant and variant not in _variants(prim, vals, params):
+                choice = "kernel"
     if choice == "fallback":
         return None
     if choice is not None:

@@ -2,8 +2,9 @@
 (`lstm_grad`), in Keras's gate order (i, f, c, o).
 
 Three plans. `plan(units, dtype)` is a size's own pick, which backend "triton" runs; backend
-"auto" also times the step plan (`variants`) by GPU time and keeps the faster, since inside a
-CUDA graph the step plan's launch per time step costs the host nothing:
+"auto" also times the step plan (`variants`) and keeps the faster (`ops._dispatch`: by GPU
+time inside a step that CUDA graphs replay, where the step plan's launch per time step costs
+the host nothing):
 
 - "resident" (units <= RESIDENT_UNITS: 32 in float32, 64 in float16/bfloat16): the forward is
   one launch per sequence. A program owns BLOCK_B = 16 batch rows and every unit of them

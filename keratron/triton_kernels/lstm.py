@@ -54,8 +54,8 @@ def _backward_variants(g_all, g_h, g_c, h0, c0, kernel, mask, all_h, gates, *_, 
     return load("_lstm").variants(h0.shape[-1], gates.dtype)
 
 
-# Backend "auto" times each plan by GPU time and keeps the fastest: inside a CUDA graph a
-# launch per time step costs the host nothing.
+# Backend "auto" times each plan and keeps the fastest: inside a CUDA graph a launch per time
+# step costs the host nothing.
 forward_route.variants = _forward_variants
 backward_route.variants = _backward_variants
 

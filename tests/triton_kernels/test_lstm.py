@@ -329,3 +329,34 @@ def test_a_plan_the_size_cannot_run_is_refused():
         lstm_kernels.forward_route(*vals, None, variant="resident", **params)
     assert lstm_kernels.variants(1025, torch.float32) == ("steps",)
     assert lstm_kernels.variants(8, torch.bfloat16) == ("resident", "steps")
+
+
+def test_a_usual_choice_whose_plan_cannot_run_a_new_size_falls_back_to_the_routes_own(
+    monkeypatch,
+):
+    """Past `_MEASURED_PER_PRIMITIVE` signatures a new one takes the primitive's most frequent
+    choice untimed; a plan chosen for other sizes that this size cannot run is replaced by
+    the route's own pick, not raised."""
+    from keratron.autodiff.primitive import PRIMITIVES
+    from keratron.ops import _dispatch
+    from keratron.triton_kernels import launch_counts, reset_launch_counts
+
+    monkeypatch.setattr(load("_lstm"), "PERSISTENT_MAX_UNITS", 30)  # 40 units: "steps" only
+    monkeypatch.setattr(_dispatch, "_MEASURED_PER_PRIMITIVE", 1)
+    steps = 3
+    arrays, _, _ = make_case(2, steps, 40, False)
+    vals = [torch.as_tensor(v) for v in arrays.values()] + [None]
+    params = dict(
+        reverse=False, activation="tanh", recurrent_activation="sigmoid", zero_output_for_mask=False
+    )
+    assert lstm_kernels.forward_route.variants(*vals, **params) == ("steps",)
+    _dispatch.clear_kernel_choices()
+    try:
+        _dispatch._choices[("lstm", "another size", "", False)] = "kernel:streamed"
+        reset_launch_counts()
+        out = _dispatch._run_faster(PRIMITIVES["lstm"], vals, params, timer=_dispatch._wall_time)
+        assert launch_counts()["lstm"] == steps
+        for a, b in zip(out, rnn._lstm_impl(*vals, **params)):
+            assert_close(a, b)
+    finally:
+        _dispatch.clear_kernel_choices()
