@@ -297,9 +297,10 @@ class BatchNormalization(Layer):
 
     def _fused(self, x, mask) -> bool:
         """Whether training statistics come from the fused primitive: plain batch statistics
-        (no mask, renormalization or cross-replica moments) of a float32/float64 batch."""
+        (no mask, renormalization or cross-replica moments). `x` is float32 or float64 here
+        (`_compute_float`)."""
         plain = mask is None and not self.renorm and not self.synchronized
-        return plain and x.ndim >= 2 and x.dtype in ("float32", "float64")
+        return plain and x.ndim >= 2
 
     @staticmethod
     def _update_moving(variable, batch_value, momentum):
