@@ -45,6 +45,12 @@ class WorkerFailureError(RuntimeError):
     """A peer worker of a data-parallel job died, hung, or could not be reached."""
 
 
+def _watchdog_store_timeout(rt) -> float:
+    """The longest one watchdog store call may block: its heartbeat round is short, and
+    `Runtime.shutdown` waits for the thread to end."""
+    return min(rt.timeout_s, 10.0)
+
+
 class _Watchdog(threading.Thread):
     """Heartbeats through the rendezvous store, and the deadline on blocked collectives."""
 
@@ -61,7 +67,7 @@ class _Watchdog(threading.Thread):
                 c.master_addr,
                 c.master_port,
                 is_master=False,
-                timeout=datetime.timedelta(seconds=rt.timeout_s),
+                timeout=datetime.timedelta(seconds=_watchdog_store_timeout(rt)),
                 wait_for_workers=False,
             )
         except Exception:  # noqa: BLE001 - without a store only the collective deadline works
@@ -227,7 +233,9 @@ class Runtime:
         """
         if self._watchdog is not None:
             self._watchdog.stop_event.set()
-            self._watchdog.join(timeout=2 * _HEARTBEAT_S + 1)
+            # Long enough for a store call in flight to end: a thread still inside one when
+            # the interpreter finalizes is unwound by force there, which aborts the process.
+            self._watchdog.join(timeout=_watchdog_store_timeout(self) + 2 * _HEARTBEAT_S + 1)
             self._watchdog = None
         clean = not self.unfinished_collective and self.failure is None
         if self.owns_group and clean and dist.is_initialized():
