@@ -486,7 +486,9 @@ class CompiledFunction:
         for k, (node, (fn, ins, outs, free)) in enumerate(zip(self.graph.nodes, self.steps)):
             args = ", ".join("None" if s is None else names[s] for s in ins)
             if node.kind == "prim":
-                inplace = getattr(fn, "__name__", None) == node.prim.inplace
+                inplace = fn is node.prim.inplace or (
+                    getattr(fn, "__name__", None) == node.prim.inplace
+                )
                 kernel = fn.__name__ if inplace else node.prim.name
                 params = ", ".join(f"{key}={value!r}" for key, value in node.params.items())
                 call = f"{kernel}({args}{', ' + params if params else ''})"
@@ -784,7 +786,7 @@ def _inplace(graph, prim, ins, out, uses, fresh, protected):
             and graph.avals[s] == out_aval
         )
 
-    method = getattr(torch.Tensor, prim.inplace)
+    method = prim.inplace if callable(prim.inplace) else getattr(torch.Tensor, prim.inplace)
     if reusable(ins[0]):
         return method, ins
     if len(ins) == 2 and prim.commutative and reusable(ins[1]):

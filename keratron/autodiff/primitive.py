@@ -170,7 +170,8 @@ class Primitive:
         multiple_results: whether `impl` returns a tuple.
         effect: True for ops with side effects or randomness (never merged or folded).
         inplace: name of the torch.Tensor method that computes the op into its first input
-            (`"add_"`); the compiler then reuses a dead input buffer for the result.
+            (`"add_"`), or a function of the inputs that does so; the compiler then reuses a
+            dead input buffer for the result.
         commutative: whether the two inputs may be swapped (so the in-place form may write
             into the second input).
         fresh: whether every output is a new buffer, never a view of an input (the compiler
@@ -223,7 +224,7 @@ class Primitive:
         multiple_results: bool = False,
         effect: bool = False,
         *,
-        inplace: str | None = None,
+        inplace: str | Callable | None = None,
         commutative: bool = False,
         fresh: bool = False,
         epilogues: tuple[str, ...] = (),

@@ -164,6 +164,7 @@ batch_norm_p = Primitive(
     _bn_impl,
     _bn_vjp,
     multiple_results=True,
+    fresh=True,  # y, mean and variance are new tensors (y may lie in a kept buffer)
     shape_rule=_bn_shape,
     vjp_accepts_none=True,
 )
