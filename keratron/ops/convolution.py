@@ -42,6 +42,7 @@ from keratron.ops.elementwise import relu6_grad_p, relu6_p, relu_grad_p, relu_p
 from keratron.ops.linalg import (
     _matmul_with,
     _promote,
+    blas_is_slow,
     cpu_gemm,
     epilogue_grad,
     matmul_p,
@@ -161,10 +162,14 @@ conv_p = Primitive(
 
 
 # ------------------------------------------------------------------------------ conv, CPU route
-# The epilogues after which a convolution runs on oneDNN's kernel (measured the faster
-# there), with the activation applied by torch in place after it: oneDNN's own relu and
-# hardtanh post-ops map NaN to 0, where the epilogue's NaN policy keeps NaN.
-_ONEDNN_EPILOGUES = ("relu", "relu6")
+# The epilogues after which a convolution runs on oneDNN's kernel, with the activation
+# applied by torch in place after it (oneDNN's own relu and hardtanh post-ops map NaN to 0,
+# where the epilogue's NaN policy keeps NaN). relu and relu6 measured the faster there; with
+# none, it is the kernel torch's own convolution runs (equal bit for bit, as fast at
+# MobileNet's shapes), called so that a compiled plan can write it into a kept buffer
+# (`_conv_into`): a MobileNet training step at batch 8 faulted in 13,000 pages a step for its
+# convolutions' fresh outputs.
+_ONEDNN_EPILOGUES = (None, "relu", "relu6")
 try:
     _conv_post_op = torch.ops.mkldnn._convolution_pointwise
 except (AttributeError, RuntimeError):  # a torch built without oneDNN
@@ -469,15 +474,20 @@ conv_grad_filter_p = Primitive(
 
 
 # ------------------------------------------------------------------------- conv_grad_input, CPU
+def _depthwise(k_shape, groups) -> bool:
+    """A depthwise kernel of channel multiplier 1: one filter per input channel."""
+    return groups > 1 and k_shape[-2] == 1 and k_shape[-1] == groups
+
+
 def _full_conv_padding(k_shape, strides, padding, dilation, groups, dtype, ndim):
-    """For a 2-D float32 convolution of stride 1, dilation 1 and one group, padded the same on
-    both sides of each axis (valid, or same with an odd kernel), the padding under which a
-    plain convolution of the output gradient with the flipped, transposed kernel (a "full"
-    convolution) is the input gradient; else None."""
+    """For a 2-D float32 convolution of stride 1 and dilation 1, with one group or depthwise
+    (`_depthwise`), padded the same on both sides of each axis (valid, or same with an odd
+    kernel), the padding under which a plain convolution of the output gradient with the
+    flipped, transposed kernel (a "full" convolution) is the input gradient; else None."""
     if (
         _conv_post_op is None
         or not _onednn_cpu("cpu", dtype, ndim)
-        or groups != 1
+        or not (groups == 1 or _depthwise(k_shape, groups))
         or any(s != 1 for s in strides)
         or any(d != 1 for d in dilation)
         or _pointwise(k_shape, strides, padding, groups)
@@ -500,8 +510,10 @@ def _full_conv_args(g, k, strides, padding, dilation, groups) -> tuple | None:
     pads = _full_conv_padding(k.shape, strides, padding, dilation, groups, g.dtype, g.dim())
     if pads is None or g.device.type != "cpu" or k.is_mkldnn:
         return None
-    w = k.flip(0, 1).permute(2, 3, 0, 1).contiguous(memory_format=torch.channels_last)
-    return _to_cf(g), w, None, pads, [1, 1], [1, 1], 1
+    # (in, out, kh, kw) for one group; a depthwise kernel stays (channels, 1, kh, kw).
+    order = (2, 3, 0, 1) if groups == 1 else (3, 2, 0, 1)
+    w = k.flip(0, 1).permute(*order).contiguous(memory_format=torch.channels_last)
+    return _to_cf(g), w, None, pads, [1, 1], [1, 1], groups
 
 
 @device_route(conv_grad_input_p, "cpu")
@@ -512,10 +524,55 @@ def _conv_grad_input_cpu(g, k, input_shape, strides, padding, dilation, groups):
     `_full_conv_padding` allows, else the reference. As a forward convolution it can add into
     a kept buffer (`_conv_grad_input_into`), where the reference allocates 11 MB a step at the
     cnn's batch 128, every page of which faults."""
+    if not k.is_mkldnn and _pointwise(k.shape, strides, padding, groups):
+        # g @ k.T over the NHWC channels, on the matmul CPU route's product (oneDNN's inner
+        # product for the large ones).
+        cin, cout = k.shape[-2], k.shape[-1]
+        gi = cpu_gemm(g.reshape(-1, cout), k.reshape(cin, cout).t(), None)
+        return gi.reshape(*g.shape[:-1], cin)
     args = _full_conv_args(g, k, strides, padding, dilation, groups)
     if args is None:
         return _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups)
     return _to_cl(_conv_post_op(*args, "none", [], ""))
+
+
+@device_route(conv_grad_filter_p, "cpu")
+def _conv_grad_filter_cpu(x, g, kernel_shape, strides, padding, dilation, groups):
+    """The reference, except for a pointwise float32 kernel where torch's BLAS GEMM is slow
+    (`blas_is_slow`): x.T @ g over the NHWC channels as oneDNN's weight-gradient convolution
+    (which reads the NHWC batch in place) where the batch has at least twice as many pixels as
+    input channels, else on the matmul CPU route's product (which copies x.T for oneDNN).
+    Measured on a 2-core AMD EPYC (2 threads), MobileNet's pointwise gradients at batch 8:
+    100,352 pixels x 32 channels 3.5 ms (BLAS) -> 1.8 ms; 1,568 x 512 3.9 -> 2.0 ms; 392 x 1024
+    4.1 -> 1.9 ms (inner product; the convolution took 4.0 there)."""
+    if (
+        _pointwise(kernel_shape, strides, padding, groups)
+        and x.dtype == torch.float32
+        and x.dim() == 4
+        and torch.backends.mkldnn.is_available()
+        and blas_is_slow()
+    ):
+        cin, cout = kernel_shape[-2], kernel_shape[-1]
+        pixels = math.prod(x.shape[:-1])
+        if pixels < 2 * cin:
+            gw = cpu_gemm(x.reshape(-1, cin).t(), g.reshape(-1, cout), None)
+            return gw.reshape(kernel_shape)
+        like = torch.empty((cout, cin, 1, 1), dtype=x.dtype, device=x.device)
+        gw = torch.ops.aten.convolution_backward(
+            _to_cf(g),
+            _to_cf(x),
+            like,
+            None,
+            [1, 1],
+            [0, 0],
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+            [False, True, False],
+        )[1]
+        return gw.reshape(cout, cin).t().contiguous().reshape(kernel_shape)
+    return _conv_grad_filter_impl(x, g, kernel_shape, strides, padding, dilation, groups)
 
 
 def _grad_input_keeps(params, avals) -> bool:

@@ -13,6 +13,7 @@ products on oneDNN's inner product instead, and the Triton route is attached by
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import string
 
@@ -216,6 +217,34 @@ NARROW_COLUMNS_TRANSPOSED = 12
 NARROW_ROWS_COLS = 1 << 15
 
 
+# On a CPU where torch's BLAS GEMM runs at about half oneDNN's rate (`blas_is_slow`), a
+# transposed product runs on oneDNN from this many multiply-adds on, kept-size ones included.
+# Measured on a 2-core AMD EPYC (AVX-512, 2 threads): x.T @ g at 64x128x512 (4M) 49 -> 37 us,
+# at 128x128x128 (2M) BLAS 24 us against 30; cnn's 9216x128x128 weight gradient 1.68 ms (BLAS,
+# kept buffer) against 1.25 ms.
+ONEDNN_GEMM_MACS_TRANSPOSED_SLOW_BLAS = 1 << 22
+
+
+@functools.cache
+def blas_is_slow() -> bool:
+    """Whether torch's BLAS GEMM runs well below oneDNN's rate on this CPU: torch's x86 BLAS
+    (MKL) on a processor not made by Intel, where MKL does not take its fastest code path.
+    On a 2-core AMD EPYC with AVX-512 (2 threads) MKL's sgemm reaches 106 G multiply-adds/s
+    at 512-1024 cubed, oneDNN's inner product 215-231; on the Intel machines the CPU routes
+    were first measured on, MKL came within ~10% of oneDNN on the large products."""
+    if not torch.backends.mkl.is_available():
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        return False  # no way to tell: keep the choices measured on Intel machines
+    for line in head.splitlines():
+        if line.startswith("vendor_id"):
+            return "GenuineIntel" not in line
+    return False
+
+
 def _narrow(m: int, k: int, n: int, columns: int = NARROW_COLUMNS) -> bool:
     """A product of `m`x`k` by `k`x`n` in BLAS's weak narrow case (see NARROW_COLUMNS)."""
     return 2 <= n < columns and m * k >= NARROW_ROWS_COLS
@@ -251,6 +280,8 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
         return False
     transposed = m > 1 and k > 1 and not x.is_contiguous()
     if transposed:
+        if blas_is_slow():
+            return macs >= ONEDNN_GEMM_MACS_TRANSPOSED_SLOW_BLAS
         return macs >= ONEDNN_GEMM_MACS_TRANSPOSED and m * n < KEPT_PRODUCT_ELEMENTS
     return macs >= ONEDNN_GEMM_MACS or n < NARROW_COLUMNS
 

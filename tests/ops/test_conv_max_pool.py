@@ -17,7 +17,12 @@ from tests.gradcheck import check_against_torch, check_grads
 conv_module = importlib.import_module("keratron.ops.convolution")
 ops = kt.ops
 F32 = torch.float32
-ACTIVATIONS = {"relu": torch.relu, "relu6": lambda v: v.clamp(0, 6), None: lambda v: v}
+ACTIVATIONS = {
+    "relu": torch.relu,
+    "relu6": lambda v: v.clamp(0, 6),
+    "tanh": torch.tanh,
+    None: lambda v: v,
+}
 
 
 def reference(x, k, b, strides, padding, activation, pool, pool_strides):
@@ -34,8 +39,9 @@ ROWS = [
     ((5, 12, 12, 3), (3, 3, 3, 8), (1, 1), ((0, 0), (0, 0)), "relu", (2, 2), (2, 2)),
     ((5, 15, 13, 4), (3, 3, 4, 6), (1, 1), ((1, 1), (1, 1)), "relu6", (3, 3), (2, 2)),
     ((5, 11, 11, 2), (3, 3, 2, 5), (2, 2), ((0, 0), (0, 0)), None, (2, 3), (1, 2)),
+    ((5, 12, 12, 3), (3, 3, 3, 4), (1, 1), ((0, 0), (0, 0)), "tanh", (2, 2), (2, 2)),
 ]
-ROW_IDS = ["relu-2x2", "relu6-same-3x3s2-overlapping", "plain-stride2-2x3s1x2"]
+ROW_IDS = ["relu-2x2", "relu6-same-3x3s2-overlapping", "plain-stride2-2x3s1x2", "tanh-2x2"]
 
 
 def _params(strides, padding, activation, pool, pool_strides):
@@ -73,7 +79,8 @@ def test_route_and_kept_writer_give_torchs_values(row, chunk, monkeypatch):
     for kernel in (kt_, laid):  # the plain kernel, and the one inference plans prepack
         got = conv_module._conv_max_pool_cpu(xt, kernel, bt, **params)
         torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5, equal_nan=True)
-        onednn = kernel.is_mkldnn or activation is not None
+        # oneDNN runs the plain convolution and relu/relu6 ones (tanh follows the reference).
+        onednn = kernel.is_mkldnn or activation in (None, "relu", "relu6")
         buffers = memory_plan.KeptBuffers()
         for _ in range(2):  # the second call writes over the first call's buffers
             kept = conv_module._conv_max_pool_into(buffers, avals, xt, kernel, bt, **params)

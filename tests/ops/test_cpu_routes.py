@@ -15,6 +15,20 @@ from keratron.ops.linalg import matmul_p
 RNG = np.random.default_rng(11)
 
 
+@pytest.fixture(autouse=True)
+def _fast_blas(monkeypatch):
+    """The choices below are those of a machine whose BLAS GEMM is fast (Intel's MKL on an
+    Intel CPU), whatever this one is; `slow_blas` tests the others."""
+    monkeypatch.setattr(linalg, "blas_is_slow", lambda: False)
+    monkeypatch.setattr(convolution, "blas_is_slow", lambda: False)
+
+
+@pytest.fixture
+def slow_blas(monkeypatch):
+    monkeypatch.setattr(linalg, "blas_is_slow", lambda: True)
+    monkeypatch.setattr(convolution, "blas_is_slow", lambda: True)
+
+
 def _np_epilogue(y, activation):
     if activation == "relu":
         return np.where(np.isnan(y), y, np.maximum(y, 0))
@@ -270,3 +284,107 @@ def test_conv_grad_input_cpu_route_reads_a_strided_gradient(compiled):
         for _ in range(2 if compiled else 1):
             got = fn(keratron.Tensor(view), kt, shape, pad)
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# Where BLAS is slow: (x shape as given, w shape, transposed, whether oneDNN serves it).
+SLOW_BLAS_MATMULS = [
+    ((64, 128), (128, 512), True, True),  # a 4M weight gradient
+    ((128, 128), (128, 128), True, False),  # 2M: BLAS stays faster
+    ((9216, 128), (128, 128), True, True),  # the kept-size one goes to oneDNN too
+    ((128, 784), (784, 512), False, True),  # untransposed: as on any machine
+]
+
+
+@pytest.mark.parametrize("xs,ws,transposed,onednn", SLOW_BLAS_MATMULS)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_matmul_choices_where_blas_is_slow(xs, ws, transposed, onednn, compiled, slow_blas):
+    x = RNG.standard_normal(xs[::-1] if transposed else xs).astype("float32")
+    w = RNG.standard_normal(ws).astype("float32")
+    tx = keratron.convert_to_tensor(x)
+    tx = keratron.ops.transpose(tx) if transposed else tx
+    tw = keratron.convert_to_tensor(w)
+    x = x.T if transposed else x
+    assert linalg.onednn_gemm(tx._value, tw._value, None) == onednn
+    fn = keratron.function(_matmul) if compiled else _matmul
+    for _ in range(2 if compiled else 1):
+        got = np.asarray(fn(tx, tw, None, None))
+    want = x.astype("float64") @ w.astype("float64")
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max() * 4)
+
+
+def _grad_filter(x, g, kernel_shape, strides=(1, 1), padding=((0, 0), (0, 0)), groups=1):
+    return convolution.conv_grad_filter_p.bind(
+        x, g, kernel_shape=kernel_shape, strides=strides, padding=padding, dilation=(1, 1),
+        groups=groups,
+    )  # fmt: skip
+
+
+# x shape, output channels: pointwise weight gradients where BLAS is slow. Pixels (batch x
+# spatial) at least twice the input channels go to oneDNN's weight-gradient convolution,
+# fewer to the inner product; a float64 batch stays on the reference.
+POINTWISE_FILTERS = [
+    ((2, 16, 16, 24), 40, "convolution"),
+    ((2, 3, 3, 64), 48, "inner product"),
+]
+
+
+@pytest.mark.parametrize("xs,cout,how", POINTWISE_FILTERS)
+@pytest.mark.parametrize("slow", [False, True])
+def test_pointwise_weight_gradient_matches_float64(xs, cout, how, slow, monkeypatch):
+    monkeypatch.setattr(convolution, "blas_is_slow", lambda: slow)
+    monkeypatch.setattr(linalg, "blas_is_slow", lambda: slow)
+    x = RNG.standard_normal(xs).astype("float32")
+    g = RNG.standard_normal((*xs[:-1], cout)).astype("float32")
+    calls = []
+    real = torch.ops.aten.convolution_backward
+    monkeypatch.setattr(
+        torch.ops.aten, "convolution_backward", lambda *a: calls.append(1) or real(*a)
+    )
+    kernel_shape = (1, 1, xs[-1], cout)
+    got = np.asarray(
+        _grad_filter(keratron.convert_to_tensor(x), keratron.convert_to_tensor(g), kernel_shape)
+    )
+    assert bool(calls) == (slow and how == "convolution")
+    want = np.einsum("nhwi,nhwo->io", x.astype("float64"), g.astype("float64"))
+    assert got.shape == kernel_shape
+    np.testing.assert_allclose(got[0, 0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("padding", [((1, 1), (1, 1)), ((0, 0), (0, 0))], ids=["same", "valid"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_depthwise_input_gradient_is_a_full_convolution(padding, compiled):
+    # A depthwise 3x3 of channel multiplier 1 at stride 1: its input gradient is oneDNN's
+    # depthwise convolution of the output gradient with the flipped kernel, in a kept buffer
+    # when compiled.
+    gs, c = (4, 32, 32, 96), 96  # 1.5 MB: a plan keeps it
+    g = RNG.standard_normal(gs).astype("float32")
+    k = (RNG.standard_normal((3, 3, 1, c)) / 3).astype("float32")
+    (pt, pb), (pl, pr) = padding
+    input_shape = (4, 32 + 2 - pt - pb, 32 + 2 - pl - pr, c)
+    assert convolution._full_conv_padding(k.shape, (1, 1), padding, (1, 1), c, torch.float32, 4)
+
+    def grad_input_plus_half(g, k):
+        gi = conv_grad_input_p.bind(
+            g, k, input_shape=input_shape, strides=(1, 1), padding=padding, dilation=(1, 1),
+            groups=c,
+        )  # fmt: skip
+        return keratron.ops.add(gi, 0.5)
+
+    args = (keratron.convert_to_tensor(g), keratron.convert_to_tensor(k))
+    fn = keratron.function(grad_input_plus_half) if compiled else grad_input_plus_half
+    for _ in range(2 if compiled else 1):
+        got = np.asarray(fn(*args)) - 0.5
+    if compiled:
+        assert fn.get_concrete_graph(*args).kept_buffers
+    x_like = torch.zeros((4, c, input_shape[1] + pt + pb, input_shape[2] + pl + pr))
+    want = (
+        torch.nn.grad.conv2d_input(
+            x_like.shape,
+            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
+            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
+            groups=c,
+        )
+        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
+        .numpy()
+    )
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
