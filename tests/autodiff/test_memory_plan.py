@@ -205,3 +205,40 @@ def test_batch_norm_writes_a_kept_buffer_with_the_eager_values():
             assert np.array_equal(np.asarray(a), np.asarray(b))
     names = [set(b) for b in f.get_concrete_graph(*args).kept_buffers]
     assert {"y"} in names
+
+
+def _batch_norm_relu6_step(x, gamma, beta, g):
+    # MobileNet's block: batch norm, relu6, a loss; relu6's gradient reads its own output.
+    from keratron.ops.batchnorm import fused_batch_normalization
+
+    with keratron.GradientTape() as tape:
+        tape.watch([x, gamma, beta])
+        y, _, _ = fused_batch_normalization(x, -1, gamma, beta)
+        a = ops.relu6(y)
+        loss = ops.sum(a * g)
+    dx, dgamma, dbeta = tape.gradient(loss, [x, gamma, beta])
+    return ops.sum(ops.square(a), axis=(0, 1, 2)), ops.sum(dx, axis=0), dgamma, dbeta
+
+
+def test_relu6_overwrites_the_batch_norm_output_in_a_training_step():
+    rng = np.random.default_rng(5)
+    gamma = rng.uniform(0.5, 3.0, 16).astype("float32")
+    beta = rng.standard_normal(16).astype("float32") * 2
+    x = (rng.standard_normal((8, 40, 40, 16)) * 3 + 1).astype("float32")
+    g = rng.standard_normal(x.shape).astype("float32")
+    args = [keratron.ops.convert_to_tensor(a) for a in (x, gamma, beta, g)]
+    f = keratron.function(_batch_norm_relu6_step)
+    for _ in range(2):
+        got, want = f(*args), _batch_norm_relu6_step(*args)
+        for a, b in zip(got, want):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+    dump = f.get_concrete_graph(*args).dump()
+    assert any("_relu6_(" in line and "[in place]" in line for line in dump.splitlines()), dump
+    # Against float64: y = gamma * (x - mean) / sqrt(var + eps) + beta, relu6 mask off y.
+    x64 = x.astype("float64")
+    mean, var = x64.mean(axis=(0, 1, 2)), x64.var(axis=(0, 1, 2))
+    xhat = (x64 - mean) / np.sqrt(var + 1e-3)
+    y = gamma * xhat + beta
+    gy = g * ((y > 0) & (y < 6))
+    np.testing.assert_allclose(np.asarray(got[2]), (gy * xhat).sum(axis=(0, 1, 2)), rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(got[3]), gy.sum(axis=(0, 1, 2)), rtol=1e-3)
