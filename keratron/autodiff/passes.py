@@ -207,6 +207,32 @@ def graph_device(graph: Graph):
     return torch.device(config.default_device())
 
 
+# A CPU plan whose every value has fewer elements than this replays on one intra-op thread:
+# each product then has at most 64^3 multiply-adds (its operands and result each under 4,096
+# elements), a few microseconds on one core, where entering a parallel region costs about as
+# much and waits for the other threads. When a core is also held by another thread (numpy's
+# OpenBLAS workers spin for a while after each of its products), each region waits for it:
+# the bench's tiny step (32x32 @ 32x10 and Adam) ran at 165 us a step against 80 on one
+# thread, in about half of the processes (2-core machine, 2 threads).
+SERIAL_ELEMENTS = 1 << 12
+
+
+def serial_plan(graph: Graph) -> bool:
+    """Whether a plan of `graph` replays on one intra-op thread: its values are on the CPU
+    and each has fewer than SERIAL_ELEMENTS elements. The caller's thread count is restored
+    after each replay; `config.set_adapt_threads(False)` turns this off with the rest of
+    keratron's thread-count changes."""
+    if not graph.avals or graph_device(graph).type != "cpu":
+        return False
+    for shape, _ in graph.avals.values():
+        n = 1
+        for d in shape:
+            n *= d
+        if n >= SERIAL_ELEMENTS:
+            return False
+    return True
+
+
 def new_value(graph: Graph, prim, inputs: list, params: dict, aval) -> tuple:
     """A new node computing one value of the given aval with `prim` (a `Primitive`);
     returns (node, slot)."""
@@ -455,6 +481,8 @@ class CompiledFunction:
         # lock that gives them to one replaying thread at a time.
         self.kept_buffers: list = []
         self._kept_lock = threading.Lock()
+        # Whether a replay runs on one intra-op thread (`serial_plan`).
+        self.serial = serial_plan(graph)
 
     @property
     def num_nodes(self) -> int:
@@ -516,14 +544,26 @@ class CompiledFunction:
         inputs = self.input_values(leaves)
         if self.prelude is not None:
             self._check_prelude()
-        if self.kept_buffers:
-            values = memory_plan.replay_with_kept_buffers(
-                self._kept_lock,
-                self.kept_buffers,
-                lambda: without_grad(self._replay, inputs, self._capture_vars, self._pre),
-            )
-        else:
-            values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
+        threads = torch.get_num_threads() if self.serial else 1
+        if threads > 1:
+            from keratron import config
+
+            if not config.adapt_threads():
+                threads = 1
+        if threads > 1:
+            torch.set_num_threads(1)
+        try:
+            if self.kept_buffers:
+                values = memory_plan.replay_with_kept_buffers(
+                    self._kept_lock,
+                    self.kept_buffers,
+                    lambda: without_grad(self._replay, inputs, self._capture_vars, self._pre),
+                )
+            else:
+                values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
+        finally:
+            if threads > 1:
+                torch.set_num_threads(threads)
         return self.pack_outputs(values)
 
     def input_values(self, leaves) -> list:

@@ -177,3 +177,50 @@ def test_an_own_worker_that_sleeps_during_a_reading_is_not_another_process(monke
     monkeypatch.setattr(threads, "_own_running_threads", lambda: 2 if awake[0] else 1)
     monkeypatch.setattr(threads, "_running_threads", running)
     assert threads.free_cores() == 2
+
+
+_SEEN_THREADS: list = []
+_RECORD_THREADS = keratron.autodiff.primitive.Primitive(
+    "test_record_threads",
+    lambda x: (_SEEN_THREADS.append(torch.get_num_threads()), x * 2.0)[1],
+    effect=True,
+    shape_rule=lambda x: [x],
+)
+
+
+def _threads_in_replay(f, shape) -> int:
+    x = np.ones(shape, "float32")
+    f(x)  # traces (and replays)
+    _SEEN_THREADS.clear()
+    f(x)
+    (seen,) = _SEEN_THREADS
+    return seen
+
+
+def test_a_plan_of_small_values_replays_on_one_thread(two_threads):
+    # Every value under 4,096 elements: one thread inside the replay, the caller's count
+    # after; a value of 4,096 elements or more, or the switch off, keeps the caller's count.
+    f = keratron.function(lambda x: _RECORD_THREADS.bind(x) + 1.0)
+    assert _threads_in_replay(f, (63, 65)) == 1
+    assert torch.get_num_threads() == 2
+    assert _threads_in_replay(f, (64, 64)) == 2
+    keratron.config.set_adapt_threads(False)
+    assert _threads_in_replay(f, (63, 65)) == 2
+    assert torch.get_num_threads() == 2
+
+
+def test_a_small_training_step_runs_on_one_thread_and_restores(two_threads):
+    assert fit_recording_threads() == [2, 2]  # read between steps, outside the replays
+    seen = []
+
+    class RecordLayer(keratron.layers.Layer):
+        def call(self, x):
+            return _RECORD_THREADS.bind(x)
+
+    model = keratron.Sequential([keratron.Input((4,)), RecordLayer(), keratron.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    _SEEN_THREADS.clear()
+    model.fit(np.ones((8, 4), "float32"), np.zeros((8, 2), "float32"), batch_size=4, verbose=0)
+    seen = list(_SEEN_THREADS)
+    assert seen and set(seen) == {1}
+    assert torch.get_num_threads() == 2
