@@ -273,9 +273,16 @@ class BatchNormalization(Layer):
         gamma = None if self.gamma is None else ops.cast(self.gamma, x.dtype)
         beta = None if self.beta is None else ops.cast(self.beta, x.dtype)
         if training and self.trainable and self._fused(x, mask):
-            # One primitive each way (`ops.batchnorm`): the same values, fewer passes.
+            # One primitive each way (`ops.batchnorm`): the same values, fewer passes. A
+            # half-precision input goes in as it is: the kernels normalize it in float32.
+            half = inputs.dtype in ("float16", "bfloat16")
             y, mean, variance = fused_batch_normalization(
-                x, self.axis, scale=gamma, offset=beta, epsilon=self.epsilon
+                inputs if half else x,
+                self.axis,
+                scale=gamma,
+                offset=beta,
+                epsilon=self.epsilon,
+                statistics_dtype="float32" if half else None,
             )
             self._update_moving(self.moving_mean, mean, self.momentum)
             self._update_moving(self.moving_variance, variance, self.momentum)

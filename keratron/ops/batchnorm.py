@@ -11,6 +11,12 @@ sums on CPU, where `torch.var_mean` over the leading axes of a channels-last ten
 scalar loop (41 ms against 20 ms for sum, subtract, square and sum on a 32x56x56x128 float32
 tensor, at the same accuracy), and with torch's batch-norm forward kernel on CUDA.
 
+A float16 or bfloat16 `x` is normalized by torch's batch-norm kernels on every device, which
+compute in float32 and round y once (the values Keras's layer gets by casting to float32 and
+back, to an ulp of the half type): its scale and offset are float32 and so are the
+statistics. On a bfloat16 MobileNet batch of 8x112x112x64 (2-core CPU) the forward took 0.95 ms
+against 20 ms through float32 copies, the backward 1.6 against 29.
+
 A gradient taken under another recording tape (second order) goes through the composite ops
 instead, so that the backward pass is differentiable too.
 """
@@ -95,11 +101,32 @@ def _normalize_by_sums(xl, scale, offset, epsilon, out=None):
     return y.view(xl.shape), mean, var
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _float32_scale(x, scale):
+    """The scale torch's kernels get for a half-precision x: float32 ones in place of None,
+    so that they compute their statistics in float32 (without a weight they return them in
+    the half type)."""
+    if scale is None and x.dtype in _HALF:
+        return torch.ones(x.shape[-1], dtype=torch.float32, device=x.device)
+    return scale
+
+
 def _bn_impl(x, scale, offset, axis, epsilon):
     xl = x.movedim(axis, -1)  # channels last: a view, and x itself for axis = -1
+    if xl.dtype in _HALF and xl.numel():
+        return _bn_half(xl, scale, offset, axis, epsilon)
     # torch's kernel refuses an empty batch; the sums give its NaN statistics, as var_mean.
     normalize = _normalize_native if x.is_cuda and x.numel() else _normalize_by_sums
     y, mean, var = normalize(xl, scale, offset, epsilon)
+    return y.movedim(-1, axis), mean, var
+
+
+def _bn_half(xl, scale, offset, axis, epsilon):
+    """Channels-last half-precision `xl`: torch's kernel, float32 inside and for the
+    statistics."""
+    y, mean, var = _normalize_native(xl, _float32_scale(xl, scale), offset, epsilon)
     return y.movedim(-1, axis), mean, var
 
 
@@ -107,7 +134,10 @@ def _bn_shape(x, scale, offset, axis, epsilon):
     (shape, dtype) = x
     if not dtype.is_floating_point:
         return None
-    stat = ((shape[axis],), dtype)
+    stat_dtype = torch.float32 if dtype in _HALF else dtype
+    if any(p is not None and p[1] != stat_dtype for p in (scale, offset)):
+        return None
+    stat = ((shape[axis],), stat_dtype)
     return [(tuple(shape), dtype), stat, stat]
 
 
@@ -117,6 +147,7 @@ def _bn_grad_impl(gy, x, scale, mean, var, axis, epsilon):
     if x.numel() == 0:  # an empty batch: nothing reaches x, the sums are zero
         return torch.zeros_like(x), torch.zeros_like(mean), torch.zeros_like(mean)
     invstd = torch.rsqrt(var + epsilon)
+    scale = _float32_scale(x.movedim(axis, -1), scale)
     dx, dscale, doffset = torch.ops.aten.native_batch_norm_backward(
         gy.movedim(axis, 1), x.movedim(axis, 1), scale, None, None, mean, invstd, True,
         epsilon, [True, True, True],
@@ -131,10 +162,13 @@ def _bn_grad_shape(gy, x, scale, mean, var, axis, epsilon):
 def _composite(x, scale, offset, axis, epsilon):
     from keratron.ops.nn import batch_normalization, moments
 
+    dtype = x.dtype
+    if dtype in ("float16", "bfloat16"):  # in float32, as the kernels compute
+        x = cast(x, "float32")
     axes = [i for i in range(x.ndim) if i != axis]
     mean, var = moments(x, axes)
     y = batch_normalization(x, mean, var, axis, offset=offset, scale=scale, epsilon=epsilon)
-    return y, mean, var
+    return cast(y, dtype), mean, var
 
 
 def _bn_vjp(gs, x, scale, offset, out, axis, epsilon):
@@ -152,10 +186,11 @@ def _bn_vjp(gs, x, scale, offset, out, axis, epsilon):
         n = x.size // x.shape[axis] if x.shape[axis] else 1
         shape = _channel_shape(x.ndim, axis, x.shape[axis])
         if gmean is not None:
-            dx = add(dx, reshape(multiply(gmean, 1.0 / n), shape))
+            dx = add(dx, cast(reshape(multiply(gmean, 1.0 / n), shape), x.dtype))
         if gvar is not None:
-            centered = subtract(x, reshape(mean, shape))
-            dx = add(dx, multiply(reshape(multiply(gvar, 2.0 / n), shape), centered))
+            centered = subtract(cast(x, mean.dtype), reshape(mean, shape))
+            term = multiply(reshape(multiply(gvar, 2.0 / n), shape), centered)
+            dx = add(dx, cast(term, x.dtype))
     return dx, None if scale is None else dscale, None if offset is None else doffset
 
 
@@ -174,7 +209,8 @@ batch_norm_grad_p = Primitive(
 
 
 def _channels_last(params, avals) -> bool:
-    return params["axis"] == len(avals[0][0]) - 1
+    shape, dtype = avals[0]
+    return params["axis"] == len(shape) - 1 and dtype not in _HALF
 
 
 @memory_plan.keeps_output(batch_norm_p, _channels_last)
@@ -189,12 +225,18 @@ def _batch_norm_into(buffers, out_avals, x, scale, offset, axis, epsilon):
     return _normalize_by_sums(x, scale, offset, epsilon, out=y.view(-1, x.shape[-1]))
 
 
-def fused_batch_normalization(x, axis=-1, scale=None, offset=None, epsilon=1e-3):
+def fused_batch_normalization(
+    x, axis=-1, scale=None, offset=None, epsilon=1e-3, *, statistics_dtype=None
+):
     """Batch normalization in training: `(x - mean) / sqrt(variance + epsilon) * scale +
     offset` with `mean` and `variance` (population) the statistics of `x` over every axis but
     `axis`; returns `(y, mean, variance)`, the statistics of shape `(x.shape[axis],)`.
 
     Equal to `moments` then `batch_normalization`, as one primitive each way (see the module).
+    A float16 or bfloat16 `x` is normalized in float32 and y returned in its dtype; the
+    statistics come in `statistics_dtype` (x's dtype by default; "float32" keeps them as
+    computed, as `tf.nn.fused_batch_norm` returns them and as the layer's moving averages
+    want them).
 
     Example:
         >>> y, mean, var = fused_batch_normalization([[1.0, 2.0], [3.0, 6.0]], axis=-1)
@@ -213,17 +255,18 @@ def fused_batch_normalization(x, axis=-1, scale=None, offset=None, epsilon=1e-3)
         )
     axis = canonical_axis(axis, x.ndim, "fused_batch_normalization")
     dtype = x.dtype
-    if dtype in ("float16", "bfloat16"):  # reduced in float32 and cast back, as `moments`
-        x = cast(x, "float32")
+    # Half precision: reduced in float32 (by the kernels), with float32 scale and offset.
+    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
     params = []
     for name, v in (("scale", scale), ("offset", offset)):
         if v is not None:
-            v = cast(as_tensor(v), x.dtype)
+            v = cast(as_tensor(v), compute)
             if tuple(v.shape) != (x.shape[axis],):
                 raise ValueError(
                     f"fused_batch_normalization: `{name}` must have shape ({x.shape[axis]},) "
                     f"(axis {axis} of x with shape {x.shape}). Received shape {v.shape}."
                 )
         params.append(v)
-    out = batch_norm_p.bind(x, *params, axis=axis, epsilon=float(epsilon))
-    return out if dtype == x.dtype else tuple(cast(t, dtype) for t in out)
+    y, mean, var = batch_norm_p.bind(x, *params, axis=axis, epsilon=float(epsilon))
+    stats = dtype if statistics_dtype is None else statistics_dtype
+    return y, cast(mean, stats), cast(var, stats)

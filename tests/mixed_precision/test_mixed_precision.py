@@ -457,3 +457,44 @@ def test_weights_exchanged_with_keras_under_a_policy(keras, tmp_path, suffix):
     km.load_weights(tpath)
     for a, b in zip(tm.get_weights(), km.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.interop
+def test_batch_norm_in_training_under_mixed_bfloat16_matches_keras(keras):
+    # The bfloat16 activations go to torch's batch-norm kernels as they are (float32 inside,
+    # float32 statistics); Keras casts them to float32 and back. Same inputs and weights: the
+    # outputs agree to bfloat16's rounding, the moving statistics to float32's.
+    from keratron.ops import batchnorm
+
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((8, 6, 6, 16)) * 3 + 2).astype("float32")
+    gamma = rng.uniform(0.5, 2, 16).astype("float32")
+    beta = rng.standard_normal(16).astype("float32")
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    MP.set_global_policy("mixed_bfloat16")
+    try:
+        theirs, ours = keras.layers.BatchNormalization(), keratron.layers.BatchNormalization()
+        for layer in (theirs, ours):
+            layer.build(x.shape)
+            layer.set_weights([gamma, beta, np.zeros(16, "float32"), np.ones(16, "float32")])
+        xb = keratron.ops.cast(x, "bfloat16")
+        calls = []
+        real = batchnorm._bn_half
+        batchnorm._bn_half = lambda *a: calls.append(a[0].dtype) or real(*a)
+        try:
+            y = ours(xb, training=True)
+        finally:
+            batchnorm._bn_half = real
+        want = theirs(keras.ops.cast(x, "bfloat16"), training=True)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert calls, "the half-precision kernel path was not taken"
+    assert y.dtype == "bfloat16" and str(want.dtype).endswith("bfloat16")
+    got = keratron.ops.cast(y, "float32").numpy()
+    want = keras.ops.convert_to_numpy(keras.ops.cast(want, "float32"))
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=2e-2)
+    for a, b in zip(ours.weights, theirs.weights):
+        assert a.dtype == "float32"
+        np.testing.assert_allclose(
+            np.asarray(a.numpy()), keras.ops.convert_to_numpy(b), rtol=1e-5, atol=1e-6
+        )

@@ -388,3 +388,41 @@ def test_depthwise_input_gradient_is_a_full_convolution(padding, compiled):
         .numpy()
     )
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
+
+
+@pytest.mark.parametrize("shape,channels", [((4, 17, 17), 24), ((2, 9, 9), 64)])
+def test_bfloat16_strided_depthwise_input_gradient_runs_in_float32(shape, channels, monkeypatch):
+    # oneDNN's bfloat16 kernel is slow for it: the route computes in float32 from the same
+    # bfloat16 values and rounds once.
+    n, h, w = shape
+    x_shape = (n, h, w, channels)
+    g = RNG.standard_normal((n, (h - 3) // 2 + 1, (w - 3) // 2 + 1, channels)).astype("float32")
+    k = (RNG.standard_normal((3, 3, 1, channels)) / 3).astype("float32")
+    gb = keratron.ops.cast(keratron.convert_to_tensor(g), "bfloat16")
+    kb = keratron.ops.cast(keratron.convert_to_tensor(k), "bfloat16")
+    seen = []
+    real = torch.ops.aten.convolution_backward
+    monkeypatch.setattr(
+        torch.ops.aten, "convolution_backward", lambda *a: seen.append(a[0].dtype) or real(*a)
+    )
+    got = conv_grad_input_p.bind(
+        gb, kb, input_shape=x_shape, strides=(2, 2), padding=((0, 0), (0, 0)),
+        dilation=(1, 1), groups=channels,
+    )  # fmt: skip
+    assert got.dtype == "bfloat16" and tuple(got.shape) == x_shape
+    assert seen == [torch.float32]
+    g64 = keratron.ops.cast(gb, "float64").numpy()
+    k64 = keratron.ops.cast(kb, "float64").numpy()
+    want = (
+        torch.nn.grad.conv2d_input(
+            (n, channels, h, w),
+            torch.from_numpy(k64).permute(3, 2, 0, 1),
+            torch.from_numpy(g64).permute(0, 3, 1, 2),
+            stride=2,
+            groups=channels,
+        )
+        .permute(0, 2, 3, 1)
+        .numpy()
+    )
+    got64 = keratron.ops.cast(got, "float64").numpy()
+    np.testing.assert_allclose(got64, want, rtol=1e-2, atol=1e-2 * np.abs(want).max())

@@ -495,3 +495,50 @@ def test_fused_batch_normalization_rejects_what_it_cannot_normalize():
         fused_batch_normalization(np.ones(3, "float32"))
     with pytest.raises(ValueError, match=r"`scale` must have shape \(3,\)"):
         fused_batch_normalization(np.ones((2, 3), "float32"), scale=np.ones(4, "float32"))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_fused_batch_normalization_of_half_inputs_in_torchs_kernels(dtype, affine, monkeypatch):
+    # A half x goes to the primitive as it is (no float32 copy): y in x's dtype, statistics
+    # in float32 when asked; values and gradients against float64 from the same half values.
+    from keratron.ops import batchnorm
+
+    calls = []
+    real = batchnorm._bn_half
+    monkeypatch.setattr(batchnorm, "_bn_half", lambda *a: calls.append(a[0].dtype) or real(*a))
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((6, 5, 4, 8)) * 2 + 3).astype("float32")
+    scale = rng.uniform(0.5, 2, 8).astype("float32") if affine else None
+    offset = rng.standard_normal(8).astype("float32") if affine else None
+    g = rng.standard_normal(x.shape).astype("float32")
+    half = kt.ops.cast(x, dtype)
+    args = [half] + ([kt.Variable(scale), kt.Variable(offset)] if affine else [])
+    with kt.GradientTape() as tape:
+        tape.watch(half)
+        y, mean, var = fused_batch_normalization(half, -1, *args[1:], statistics_dtype="float32")
+        loss = kt.ops.sum(kt.ops.cast(y, "float32") * g)
+    grads = tape.gradient(loss, args)
+    assert calls and set(calls) == {getattr(torch, dtype)}
+    assert (y.dtype, mean.dtype, var.dtype) == (dtype, "float32", "float32")
+    x64 = kt.ops.cast(half, "float64").numpy()
+    m, v = x64.mean((0, 1, 2)), x64.var((0, 1, 2))
+    xhat = (x64 - m) / np.sqrt(v + 1e-3)
+    s64 = scale.astype("float64") if affine else 1.0
+    want = xhat * s64 + (offset if affine else 0.0)
+    tol = 1e-2 if dtype == "float16" else 4e-2
+    np.testing.assert_allclose(kt.ops.cast(y, "float64").numpy(), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(mean.numpy(), m, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(var.numpy(), v, rtol=1e-4)
+    # d/dx of sum(g * y): (s / std) * (g - mean(g) - xhat * mean(g * xhat)), with g as the
+    # half-precision cotangent y receives.
+    g = kt.ops.cast(kt.ops.cast(g, dtype), "float64").numpy()
+    n = x64.size // 8
+    gm, gx = g.sum((0, 1, 2)) / n, (g * xhat).sum((0, 1, 2)) / n
+    dx = s64 / np.sqrt(v + 1e-3) * (g - gm - xhat * gx)
+    got_dx = kt.ops.cast(grads[0], "float64").numpy()
+    assert grads[0].dtype == dtype
+    np.testing.assert_allclose(got_dx, dx, rtol=tol, atol=tol * np.abs(dx).max())
+    if affine:
+        np.testing.assert_allclose(grads[1].numpy(), (g * xhat).sum((0, 1, 2)), rtol=1e-3)
+        np.testing.assert_allclose(grads[2].numpy(), g.sum((0, 1, 2)), rtol=1e-4, atol=1e-4)
