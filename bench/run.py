@@ -140,7 +140,7 @@ def run_child(
     """One measurement in a fresh process (beside `co_runners` busy processes); returns its
     record, with the peak RSS that the kernel reports for that child."""
     cmd = [python, os.path.join(HERE, "workloads.py"), "--framework", framework]
-    cmd += ["--workload", workload, "--threads", str(args.threads)]
+    cmd += ["--workload", workload, "--threads", str(args.threads), "--policy", args.policy]
     if args.quick or check:
         cmd.append("--quick")
     if check:
@@ -267,7 +267,8 @@ def bench(args, workloads, frameworks) -> dict:
     print(
         f"# samples/s of one timed epoch (higher is better), best of {args.rounds} round(s), "
         f"{args.threads} intra-op thread(s) per process{', quick' if args.quick else ''}"
-        f"{', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}",
+        f"{', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}"
+        f"{', policy ' + args.policy if args.policy != 'float32' else ''}",
         flush=True,
     )
     if args.co_runner:
@@ -367,6 +368,12 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="verify training and model sizes")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads per process")
     parser.add_argument(
+        "--policy",
+        default="float32",
+        choices=("float32", "mixed_bfloat16"),
+        help="dtype policy: Keras's global policy, torch.autocast to bfloat16 for the loops",
+    )
+    parser.add_argument(
         "--omp-passive",
         action="store_true",
         help="OMP_WAIT_POLICY=PASSIVE in every process (idle OpenMP threads sleep, not spin)",
@@ -415,6 +422,7 @@ def main(argv=None) -> int:
         "rounds": 1 if args.check else args.rounds,
         "quick": args.quick or args.check,
         "threads": args.threads,
+        "policy": args.policy,
         "omp_wait_policy": "PASSIVE" if args.omp_passive else "default",
         "co_runners": args.co_runner,
         "loadavg_at_start": load_at_start,

@@ -195,7 +195,15 @@ def keras_params(model) -> tuple[int, int]:
     return total, trainable
 
 
+# The dtype policy of this measurement ("float32" or "mixed_bfloat16"): the Keras APIs set
+# it globally before building the model; the PyTorch loops run the model's forward and loss
+# under torch.autocast to bfloat16 (weights and optimizer in float32, as Keras's policy).
+POLICY = "float32"
+
+
 def run_keras(keras, wl: Workload, x, y, check: bool) -> dict:
+    if POLICY != "float32":
+        keras.mixed_precision.set_global_policy(POLICY)
     model = build_keras_model(keras, wl)
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate=LEARNING_RATE), loss=keras_loss(keras, wl)
@@ -468,6 +476,12 @@ def torch_loss(torch, wl: Workload):
     )
 
 
+def _autocast(torch, device):
+    """torch.autocast to bfloat16 under the mixed_bfloat16 policy, else a no-op scope."""
+    enabled = POLICY == "mixed_bfloat16"
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
 def torch_epoch(torch, model, opt, loss_fn, inputs, targets, batch: int) -> float:
     """One epoch of the hand-written loop over tensors on one device, batches drawn from a
     fresh permutation; returns the mean batch loss."""
@@ -478,7 +492,8 @@ def torch_epoch(torch, model, opt, loss_fn, inputs, targets, batch: int) -> floa
     for i in range(0, inputs.shape[0], batch):
         idx = order[i : i + batch]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(inputs[idx]), targets[idx])
+        with _autocast(torch, inputs.device):
+            loss = loss_fn(model(inputs[idx]), targets[idx])
         loss.backward()
         opt.step()
         total += loss.detach()
@@ -503,9 +518,9 @@ def run_torch(torch, wl: Workload, x, y, check: bool, compiled: bool = False) ->
         model.eval()
 
         def predict(inputs):
-            with torch.inference_mode():
+            with torch.inference_mode(), _autocast(torch, inputs.device):
                 outs = [model(inputs[i : i + b]) for i in range(0, inputs.shape[0], b)]
-                return torch.cat(outs).numpy()
+                return torch.cat(outs).float().numpy()
 
         predict(xt[:warm])
         start = time.perf_counter()
@@ -638,17 +653,25 @@ def applies(framework: str, workload: str) -> bool:
     return framework != "tf-compat-v1"
 
 
-def measure(framework: str, workload: str, quick: bool, check: bool, threads: int) -> dict:
+def measure(
+    framework: str, workload: str, quick: bool, check: bool, threads: int, policy="float32"
+) -> dict:
     """Runs one measurement and returns its result record."""
+    global POLICY
+    POLICY = policy
     wl = WORKLOADS[workload]
     n = wl.quick_samples if quick else wl.samples
     record = {"framework": framework, "workload": workload, "samples": n, "batch": wl.batch}
+    if policy != "float32":
+        record["policy"] = policy
     try:
         if not applies(framework, workload):
             raise Unavailable(
                 "the tf1-* workloads are TF1 graph programs (keratron.compat.v1 and "
                 "tf-compat-v1); the other workloads use the Keras API"
             )
+        if policy != "float32" and wl.task == "train-tf1":
+            raise Unavailable("a TF1 graph program has no dtype policy")
         run, module, version = import_framework(framework, threads)
         if wl.task == "train-tf1" and framework == "keratron":
             # keratron runs both: its Keras API, and its compat.v1 for a TF1 program.
@@ -672,8 +695,13 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer samples")
     parser.add_argument("--check", action="store_true", help="also report loss before/after")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
+    parser.add_argument(
+        "--policy", default="float32", choices=("float32", "mixed_bfloat16"), help="dtype policy"
+    )
     args = parser.parse_args(argv)
-    record = measure(args.framework, args.workload, args.quick, args.check, args.threads)
+    record = measure(
+        args.framework, args.workload, args.quick, args.check, args.threads, args.policy
+    )
     print(RESULT_PREFIX + json.dumps(record), flush=True)
 
 

@@ -40,6 +40,26 @@ def test_quick_tiny_keratron_vs_torch(tmp_path):
         assert results[name]["maxrss_mb"] > 10
 
 
+def test_quick_tiny_under_mixed_bfloat16(tmp_path):
+    # --policy reaches every measurement: Keras's global policy for keratron, torch.autocast
+    # for the loop; both train (a finite loss) and the records say which policy ran.
+    out_json = tmp_path / "results.json"
+    cmd = [sys.executable, os.path.join(REPO, "bench", "run.py"), "--quick", "--policy"]
+    cmd += ["mixed_bfloat16", "--workloads", "tiny", "--frameworks", "keratron,torch"]
+    cmd += ["--json", str(out_json)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "policy mixed_bfloat16" in proc.stdout.splitlines()[0]
+    data = json.loads(out_json.read_text())
+    assert data["meta"]["policy"] == "mixed_bfloat16"
+    for name in ("keratron", "torch"):
+        result = data["results"]["tiny"]["frameworks"][name]
+        assert result["status"] == "ok", result
+        (run,) = result["runs"]
+        assert run["policy"] == "mixed_bfloat16"
+        assert 0 < run["train_loss"] < float("inf")
+
+
 def _load_run_module():
     import importlib.util
 
