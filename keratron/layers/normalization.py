@@ -269,6 +269,8 @@ class BatchNormalization(Layer):
                 f"less than the inputs. Received: mask.shape={mask.shape}, "
                 f"inputs.shape={inputs.shape}"
             )
+        if inputs.dtype == "bfloat16" and not (training and self.trainable):
+            return self._bfloat16_inference(inputs)
         x = _compute_float(inputs)
         gamma = None if self.gamma is None else ops.cast(self.gamma, x.dtype)
         beta = None if self.beta is None else ops.cast(self.beta, x.dtype)
@@ -301,6 +303,27 @@ class BatchNormalization(Layer):
             x, mean, variance, axis=self.axis, offset=beta, scale=gamma, epsilon=self.epsilon
         )
         return ops.cast(y, self.compute_dtype)
+
+    def _bfloat16_inference(self, inputs):
+        """Inference on bfloat16 inputs: `inputs * a + b` in bfloat16, with the per-channel a
+        and b computed in float32 from the weights (as `ops.batch_normalization` computes
+        them) and rounded once. In a compiled function that follows a convolution, the
+        compiler then folds it into the convolution's kernel and bias, as it does in float32
+        (through float32 copies of the activations it could not). The values are Keras's
+        (which normalizes in float32 and rounds y) to about one bfloat16 rounding of a and b;
+        bfloat16 has float32's exponent range, so nothing overflows that would not."""
+        shape = [1] * inputs.ndim
+        shape[self.axis] = inputs.shape[self.axis]
+        mean = ops.cast(self.moving_mean, "float32")
+        a = ops.rsqrt(ops.add(ops.cast(self.moving_variance, "float32"), self.epsilon))
+        if self.gamma is not None:
+            a = ops.multiply(a, ops.cast(self.gamma, "float32"))
+        b = ops.negative(ops.multiply(mean, a))
+        if self.beta is not None:
+            b = ops.add(b, ops.cast(self.beta, "float32"))
+        a = ops.reshape(ops.cast(a, "bfloat16"), shape)
+        b = ops.reshape(ops.cast(b, "bfloat16"), shape)
+        return ops.cast(ops.add(ops.multiply(inputs, a), b), self.compute_dtype)
 
     def _fused(self, x, mask) -> bool:
         """Whether training statistics come from the fused primitive: plain batch statistics

@@ -498,3 +498,52 @@ def test_batch_norm_in_training_under_mixed_bfloat16_matches_keras(keras):
         np.testing.assert_allclose(
             np.asarray(a.numpy()), keras.ops.convert_to_numpy(b), rtol=1e-5, atol=1e-6
         )
+
+
+@pytest.mark.interop
+def test_batch_norm_inference_under_mixed_bfloat16_matches_keras_and_folds(keras):
+    # In inference a bfloat16 batch is normalized in bfloat16 by per-channel factors computed
+    # in float32 (Keras: in float32 throughout); after a convolution the compiler folds it
+    # into the convolution's kernel and bias, as in float32.
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((4, 9, 9, 6)) * 2).astype("float32")
+    weights = [
+        rng.uniform(0.5, 2, 12).astype("float32"),  # gamma
+        rng.standard_normal(12).astype("float32"),  # beta
+        rng.standard_normal(12).astype("float32"),  # moving mean
+        rng.uniform(0.5, 3, 12).astype("float32"),  # moving variance
+    ]
+    kernel = (rng.standard_normal((3, 3, 6, 12)) / 5).astype("float32")
+
+    def build(lib):
+        inp = lib.Input((9, 9, 6))
+        conv = lib.layers.Conv2D(12, 3, padding="same", use_bias=False)
+        bn = lib.layers.BatchNormalization()
+        model = lib.Model(inp, bn(conv(inp)))
+        conv.set_weights([kernel])
+        bn.set_weights(weights)
+        return model
+
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    MP.set_global_policy("mixed_bfloat16")
+    try:
+        theirs, ours = build(keras), build(keratron)
+        want = keras.ops.convert_to_numpy(keras.ops.cast(theirs(x, training=False), "float32"))
+        eager = ours(x, training=False)
+        f = keratron.function(lambda v: ours(v, training=False))
+        compiled = f(x)
+        plan = f.get_concrete_graph(x).dump()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert eager.dtype == compiled.dtype == "bfloat16"
+    scale = np.abs(want).max()
+    for got in (eager, compiled):
+        got = keratron.ops.cast(got, "float32").numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * scale)
+    steps = [
+        line.split(" = ")[1] for line in plan.splitlines() if " = " in line and " pre " not in line
+    ]
+    kernels = [s.split("(")[0] for s in steps]
+    assert kernels == ["cast", "conv"], plan  # the input's cast, then the folded convolution
+    (conv_step,) = [s for s in steps if "conv(" in s]
+    assert ", None, strides" not in conv_step, plan  # the batch norm's shift is its bias
