@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import math
 import threading
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from keratron import config
 from keratron.autodiff import memory_plan, tree
 from keratron.autodiff.primitive import without_grad
 from keratron.autodiff.tape import engine
@@ -202,8 +204,6 @@ def graph_device(graph: Graph):
         return var._value.device
     for c in graph.consts.values():
         return c.device
-    from keratron import config
-
     return torch.device(config.default_device())
 
 
@@ -224,13 +224,7 @@ def serial_plan(graph: Graph) -> bool:
     keratron's thread-count changes."""
     if not graph.avals or graph_device(graph).type != "cpu":
         return False
-    for shape, _ in graph.avals.values():
-        n = 1
-        for d in shape:
-            n *= d
-        if n >= SERIAL_ELEMENTS:
-            return False
-    return True
+    return all(math.prod(shape) < SERIAL_ELEMENTS for shape, _ in graph.avals.values())
 
 
 def new_value(graph: Graph, prim, inputs: list, params: dict, aval) -> tuple:
@@ -544,12 +538,7 @@ class CompiledFunction:
         inputs = self.input_values(leaves)
         if self.prelude is not None:
             self._check_prelude()
-        threads = torch.get_num_threads() if self.serial else 1
-        if threads > 1:
-            from keratron import config
-
-            if not config.adapt_threads():
-                threads = 1
+        threads = torch.get_num_threads() if self.serial and config.adapt_threads() else 1
         if threads > 1:
             torch.set_num_threads(1)
         try:

@@ -407,15 +407,16 @@ def _conv_grad_input_vjp(h, g, k, out, input_shape, strides, padding, dilation, 
 
 
 def _conv_grad_filter_impl(x, g, kernel_shape, strides, padding, dilation, groups):
-    if (
-        groups == 1
-        and all(d == 1 for d in kernel_shape[:-2])
-        and all(st == 1 for st in strides)
-        and all(lo == 0 and hi == 0 for lo, hi in padding)
-    ):
+    if _pointwise(kernel_shape, strides, padding, groups):
         cin, cout = kernel_shape[-2], kernel_shape[-1]
         gw = torch.mm(x.reshape(-1, cin).t(), g.reshape(-1, cout))
         return gw.reshape(kernel_shape)
+    return _grad_filter_by_convolution(x, g, kernel_shape, strides, padding, dilation, groups)
+
+
+def _grad_filter_by_convolution(x, g, kernel_shape, strides, padding, dilation, groups):
+    """The filter gradient as torch's weight-gradient convolution (oneDNN's on the CPU), in
+    the NHWC kernel layout (a view of torch's)."""
     nd = x.dim() - 2
     tpad = _torch_padding(padding)
     if tpad is None:
@@ -572,21 +573,8 @@ def _conv_grad_filter_cpu(x, g, kernel_shape, strides, padding, dilation, groups
         if pixels < 2 * cin:
             gw = cpu_gemm(x.reshape(-1, cin).t(), g.reshape(-1, cout), None)
             return gw.reshape(kernel_shape)
-        like = torch.empty((cout, cin, 1, 1), dtype=x.dtype, device=x.device)
-        gw = torch.ops.aten.convolution_backward(
-            _to_cf(g),
-            _to_cf(x),
-            like,
-            None,
-            [1, 1],
-            [0, 0],
-            [1, 1],
-            False,
-            [0, 0],
-            1,
-            [False, True, False],
-        )[1]
-        return gw.reshape(cout, cin).t().contiguous().reshape(kernel_shape)
+        gw = _grad_filter_by_convolution(x, g, kernel_shape, strides, padding, dilation, 1)
+        return gw.contiguous()
     return _conv_grad_filter_impl(x, g, kernel_shape, strides, padding, dilation, groups)
 
 
