@@ -98,6 +98,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu (stand-in driver) or cuda")
     parser.add_argument("--cases", default="", help="comma-separated name prefixes")
+    parser.add_argument(
+        "--through-launcher",
+        action="store_true",
+        help="CPU: cached launches go through the launcher's Python call, not the C launcher",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after each case, cProfile's top functions by own time over --number calls",
+    )
     parser.add_argument("--number", type=int, default=300, help="calls per repeat")
     parser.add_argument("--repeat", type=int, default=5, help="repeats (the best is kept)")
     args = parser.parse_args(argv)
@@ -108,8 +118,11 @@ def main(argv=None) -> None:
     else:
         from keratron.triton_kernels import _standin
 
-        scope, sync = _standin.stand_in_driver(record=False), (lambda: None)
-        where = "CPU, stand-in driver (launches recorded, not run)"
+        direct = not args.through_launcher
+        scope = _standin.stand_in_driver(record=False, direct=direct)
+        sync = lambda: None  # noqa: E731
+        how = "the C launcher's stand-in called directly" if direct else "through the launcher"
+        where = f"CPU, stand-in driver (launches recorded, not run; {how})"
     wanted = [c for c in args.cases.split(",") if c]
     print(f"launch overhead on {where}; best of {args.repeat} x {args.number} calls")
     print(f"{'case':32s} {'us/call':>9s} {'launches':>9s} {'us/launch':>10s}")
@@ -120,6 +133,28 @@ def main(argv=None) -> None:
             us, launches = measure(call, args.number, args.repeat, sync)
             per = us / max(launches, 1)
             print(f"{name:32s} {us:9.1f} {launches:9d} {per:10.1f}", flush=True)
+            if args.profile:
+                profile(call, args.number, sync)
+
+
+def profile(call, number: int, sync) -> None:
+    """cProfile's top functions by own time over `number` calls (the profiler's own cost
+    inflates every figure; the shares are what it shows)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    sync()
+    profiler.enable()
+    for _ in range(number):
+        call()
+    profiler.disable()
+    sync()
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:8]
+    for (file, line, fn), (_, calls, own, _, _) in rows:
+        where = f"{os.path.basename(file)}:{line}" if line else file
+        print(f"    {own / number * 1e6:7.2f} us own  {calls // number:3d}x  {fn} ({where})")
 
 
 if __name__ == "__main__":

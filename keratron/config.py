@@ -24,6 +24,32 @@ _device_state = threading.local()
 _default_device: str | None = None
 
 
+# os.environ's own mapping (encoded names to encoded values) where this Python has one.
+_ENVIRON_DATA = getattr(os.environ, "_data", None)
+_environ_keys: dict = {}
+_environ_values: dict = {}  # name -> (the encoded value object last seen, its decoded value)
+
+
+def environ_get(name: str, default=None):
+    """`os.environ.get(name, default)` at a few dictionary lookups' cost, for settings read at
+    every kernel launch so that changing them takes effect: the value is decoded again only
+    when `os.environ` holds a new object for it."""
+    if not isinstance(_ENVIRON_DATA, dict):
+        return os.environ.get(name, default)
+    key = _environ_keys.get(name)
+    if key is None:
+        key = _environ_keys[name] = os.environ.encodekey(name)
+    raw = _ENVIRON_DATA.get(key)
+    if raw is None:
+        return default
+    seen = _environ_values.get(name)
+    if seen is not None and seen[0] is raw:
+        return seen[1]
+    value = os.environ.decodevalue(raw)
+    _environ_values[name] = (raw, value)
+    return value
+
+
 def floatx() -> str:
     """Returns the default float type as a string, e.g. "float32"."""
     return _FLOATX
@@ -324,7 +350,7 @@ def float32_matmul_precision() -> str:
     KERATRON_FLOAT32_PRECISION environment variable, else "ieee"."""
     if _float32_precision is not None:
         return _float32_precision
-    env = os.environ.get("KERATRON_FLOAT32_PRECISION", "ieee").lower()
+    env = environ_get("KERATRON_FLOAT32_PRECISION", "ieee").lower()
     if env not in _FLOAT32_PRECISIONS:
         raise ValueError(
             f"KERATRON_FLOAT32_PRECISION must be one of {_FLOAT32_PRECISIONS}. Received: {env!r}"

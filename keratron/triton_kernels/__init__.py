@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 from collections import Counter
+
+from keratron.config import environ_get
 
 __all__ = [
     "ROUTE_MODULES",
@@ -42,7 +43,7 @@ def available() -> bool:
 def pin_configs() -> bool:
     """True when kernels must use their first config instead of autotuning (the interpreter,
     where autotuning would run every config; or KERATRON_TRITON_PIN=1)."""
-    return os.environ.get("TRITON_INTERPRET") == "1" or os.environ.get("KERATRON_TRITON_PIN") == "1"
+    return environ_get("TRITON_INTERPRET") == "1" or environ_get("KERATRON_TRITON_PIN") == "1"
 
 
 def count_launch(op: str, n: int = 1) -> None:

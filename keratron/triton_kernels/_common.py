@@ -20,6 +20,7 @@ from triton.compiler import CompiledKernel
 from triton.runtime.driver import driver as _triton_driver
 
 from keratron import config
+from keratron.config import environ_get
 from keratron.ops import epilogue
 from keratron.triton_kernels import count_launch, pin_configs
 
@@ -224,7 +225,7 @@ def launch_state() -> tuple | None:
         device = _triton_driver.active.get_current_device()
     except RuntimeError:  # no GPU driver here: the route's own checks decide
         return None
-    return device, os.environ.get("KERATRON_TRITON_PIN") == "1"
+    return device, environ_get("KERATRON_TRITON_PIN") == "1"
 
 
 def _int_class(v: int) -> tuple:
@@ -260,16 +261,59 @@ def _signature_functions(names: tuple, dynamic: tuple):
     return namespace["key"], namespace["ordered"]
 
 
+# What Triton's `CudaLauncher.__call__` does with its arguments, whitespace removed: it takes
+# the grid, the stream and the function, allocates the scratch buffers (None where the kernel
+# needs none) and forwards everything to the C launcher. Where the installed launcher's source
+# says exactly this, a bound launch calls the C launcher itself (`_direct_launcher`).
+_LAUNCHER_HEAD = "def__call__(self,gridX,gridY,gridZ,stream,function,*args):"
+_LAUNCHER_FORWARD = (
+    "self.launch(gridX,gridY,gridZ,stream,function,self.launch_cooperative_grid,"
+    "self.launch_pdl,global_scratch,profile_scratch,*args)"
+)
+_FORWARDS: dict = {}
+
+
+def _direct_launcher(run):
+    """The C launch function behind `run` (a compiled kernel's launcher) where calling it
+    with the scratch buffers None does all that `run` would: `run`'s class forwards its
+    arguments as `_LAUNCHER_HEAD` and `_LAUNCHER_FORWARD` say and the kernel needs no global
+    or profile scratch. None otherwise (another Triton's launcher, a stand-in), and the launch
+    goes through `run`."""
+    cls = type(run)
+    forwards = _FORWARDS.get(cls)
+    if forwards is None:
+        try:
+            source = "".join(inspect.getsource(cls.__call__).split())
+        except (OSError, TypeError, AttributeError):
+            source = ""
+        forwards = source.startswith(_LAUNCHER_HEAD) and _LAUNCHER_FORWARD in source
+        _FORWARDS[cls] = forwards
+    if not forwards or not hasattr(run, "launch"):
+        return None
+    scratch = getattr(run, "global_scratch_size", 1), getattr(run, "profile_scratch_size", 1)
+    if any(scratch) or getattr(run, "gsan_enabled", False):
+        return None
+    return run.launch
+
+
+def _hooked() -> bool:
+    """Whether a launch hook is set (a profiler's): the hooks are chains, empty by default."""
+    runtime = triton.knobs.runtime
+    enter, exit_ = runtime.launch_enter_hook, runtime.launch_exit_hook
+    return bool(getattr(enter, "calls", enter) or getattr(exit_, "calls", exit_))
+
+
 class _Bound:
     """One signature's launch, resolved once: the compiled kernel's launcher, its function
     handle and packed metadata, the grid, and the config's meta-parameter values (the
     trailing arguments the launcher takes)."""
 
-    __slots__ = ("kernel", "run", "function", "packed", "grid", "meta")
+    __slots__ = ("kernel", "run", "direct", "function", "packed", "grid", "meta")
 
     def __init__(self, kernel, grid, meta: tuple):
         self.kernel = kernel
         self.run = kernel.run  # loads the module on first access (done by the first launch)
+        self.direct = _direct_launcher(self.run)
         self.function = kernel.function
         self.packed = kernel.packed_metadata
         self.grid = (tuple(grid) + (1, 1))[:3]
@@ -278,20 +322,45 @@ class _Bound:
     def relaunch(self, names: tuple, values: dict, op: str):
         """This launch as a function of its pointers (the `*_ptr` arguments, in parameter
         order, positionally), every other argument fixed to its value in `values`: what a
-        route cache holds. Generated as straight-line code, like `_signature_functions`."""
+        route cache holds. Generated as straight-line code, like `_signature_functions`.
+
+        With a direct launcher (`_direct_launcher`) and no launch hook set, it calls the C
+        launcher with the pointers' addresses: no Python launcher frame, no hook calls, and
+        no `data_ptr` call and device-pointer query by the launcher per pointer (the route
+        cache key has checked device, dtype and alignment)."""
         pointers = [n for n in names if n.endswith("_ptr")]
         args = "".join(f"{n}, " if n in pointers else f"v[{n!r}], " for n in names)
-        source = (
-            f"def relaunch({', '.join(pointers)}):\n"
-            "    active = driver.active\n"
-            "    launch((" + args + "), active.get_current_stream(active.get_current_device()))\n"
-            "    count_launch(op)\n"
-        )
+        lines = [
+            f"def relaunch({', '.join(pointers)}):",
+            "    active = driver.active",
+            "    stream = active.get_current_stream(active.get_current_device())",
+        ]
+        launch = "    launch((" + args + "), stream)"
+        if self.direct is None:
+            lines.append(launch)
+        else:
+            addresses = "".join(
+                f"{n}.data_ptr(), " if n in pointers else f"v[{n!r}], " for n in names
+            )
+            meta = "".join(f"meta[{i}], " for i in range(len(self.meta)))
+            lines += [
+                "    if hooked():",
+                "    " + launch,
+                "    else:",
+                "        direct(gx, gy, gz, stream, function, cooperative, pdl, None, None, "
+                f"packed, None, None, None, {addresses}{meta})",
+            ]
+        lines.append("    count_launch(op)")
         # Only the fixed values are kept: the first call's tensors must not outlive it.
         fixed = {n: values[n] for n in names if n not in pointers}
         namespace = dict(v=fixed, driver=_triton_driver, launch=self.launch, op=op)
-        namespace["count_launch"] = count_launch
-        exec(source, namespace)
+        namespace.update(count_launch=count_launch, hooked=_hooked, direct=self.direct)
+        namespace.update(zip(("gx", "gy", "gz"), self.grid), function=self.function)
+        namespace.update(packed=self.packed, meta=self.meta)
+        if self.direct is not None:
+            namespace["cooperative"] = self.run.launch_cooperative_grid
+            namespace["pdl"] = self.run.launch_pdl
+        exec("\n".join(lines) + "\n", namespace)
         return namespace["relaunch"]
 
     def launch(self, args: tuple, stream) -> None:
@@ -406,7 +475,7 @@ class Kernel:
         active = _triton_driver.active
         device = active.get_current_device()
         try:
-            key = self._key(values, grid, device, os.environ.get("KERATRON_TRITON_PIN") == "1")
+            key = self._key(values, grid, device, environ_get("KERATRON_TRITON_PIN") == "1")
         except KeyError:
             key = None
         if key is None or len(values) != len(self._given):

@@ -64,6 +64,46 @@ class _Launcher:
             self.log.append(Launch(self.name, (gx, gy, gz), args))
 
 
+class _CudaLauncher:
+    """Shaped as Triton's `CudaLauncher` (3.x with scratch buffers): `__call__` forwards to the
+    C launcher `launch` as Triton's does, word for word, so that a bound launch finds it
+    direct (`_common._direct_launcher`) and calls `launch` itself. `launch` records the
+    launch as the C launcher would receive it: pointers are tensors through `__call__` and
+    addresses on the direct path."""
+
+    def __init__(self, src, metadata, log):
+        self.name = metadata.name
+        self.log = log
+        self.num_ctas = 1
+        self.global_scratch_size = self.profile_scratch_size = 0
+        self.global_scratch_align = self.profile_scratch_align = 1
+        self.launch_cooperative_grid = False
+        self.launch_pdl = False
+
+    def launch(self, gx, gy, gz, stream, function, cooperative, pdl, global_scratch,
+               profile_scratch, packed, launch_metadata, enter, exit_, *args):  # fmt: skip
+        if enter is not None:
+            enter(launch_metadata)
+        if self.log is not None:
+            self.log.append(Launch(self.name, (gx, gy, gz), args))
+        if exit_ is not None:
+            exit_(launch_metadata)
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+
+        def allocate_scratch(size, align, allocator):
+            if size > 0:
+                raise AssertionError("the stand-in's kernels need no scratch")
+            return None
+
+        global_scratch = allocate_scratch(self.global_scratch_size, self.global_scratch_align, None)
+        profile_scratch = allocate_scratch(
+            self.profile_scratch_size, self.profile_scratch_align, None
+        )
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid,
+                    self.launch_pdl, global_scratch, profile_scratch, *args)  # fmt: skip
+
+
 class _Utils:
     def load_binary(self, name, kernel, shared, device):
         # (module, function, n_regs, n_spills, n_max_threads)
@@ -79,11 +119,11 @@ class _Utils:
 class _Driver:
     """What the JIT, the compiled kernel and the autotuner ask of `driver.active`."""
 
-    def __init__(self, log, target):
+    def __init__(self, log, target, launcher):
         self.log = log
         self.target = target
         self.utils = _Utils()
-        self.launcher_cls = lambda src, metadata: _Launcher(src, metadata, self.log)
+        self.launcher_cls = lambda src, metadata: launcher(src, metadata, self.log)
 
     def is_active(self):
         return True
@@ -119,14 +159,19 @@ class _Driver:
 
 
 @contextlib.contextmanager
-def stand_in_driver(record: bool = True, target=None):
+def stand_in_driver(record: bool = True, target=None, direct: bool = False):
     """Within this scope kernels compile for `target` (sm_90 by default) and every launch of a
     compiled kernel is recorded in the yielded list (`Launch` entries) instead of run; the
     launch caches of every `Kernel` are emptied on entry and exit, so no binding made for the
-    stand-in outlives it. `record=False` drops the records (for timing loops)."""
+    stand-in outlives it. `record=False` drops the records (for timing loops).
+
+    `direct=True` gives the compiled kernels a launcher shaped as Triton's CUDA launcher (a
+    Python `__call__` over a C `launch`), which bound launches call directly as they do on a
+    GPU: cached launches then record their pointers as addresses."""
     log = [] if record else None
     previous = _driver._active
-    _driver.set_active(_Driver(log, target or GPUTarget("cuda", 90, 32)))
+    launcher = _CudaLauncher if direct else _Launcher
+    _driver.set_active(_Driver(log, target or GPUTarget("cuda", 90, 32), launcher))
     _common.forget_launches()
     _common.set_stand_in(True)
     try:

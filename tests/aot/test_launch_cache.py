@@ -8,6 +8,7 @@ import weakref
 
 import pytest
 import torch
+import triton
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
@@ -273,3 +274,68 @@ def test_the_step_plan_is_not_answered_by_a_cached_whole_sequence_launch(calls):
         launches.clear()
         lstm.forward_route(*args, **_LSTM)
         assert [f.name for f in launches] == ["_lstm_fwd_seq_kernel"]
+
+
+@pytest.mark.parametrize("case", _route_cases(), ids=lambda c: c[0])
+def test_a_cached_launch_calls_the_c_launcher_with_addresses(calls, case):
+    """With a launcher shaped as Triton's CUDA launcher, a cached launch skips its Python call
+    and passes each pointer as its address: the rest of the launch is the first call's."""
+    _, call = case
+    with _standin.stand_in_driver(direct=True) as launches:
+        call()
+        first = list(launches)
+        launches.clear()
+        again = call()
+        assert [(f.name, f.grid) for f in launches] == [(f.name, f.grid) for f in first]
+        addresses = []
+        for cached, launch in zip(launches, first):
+            assert len(cached.args) == len(launch.args)
+            for a, b in zip(cached.args, launch.args):
+                if torch.is_tensor(b):
+                    assert type(a) is int and (a % 16 == 0) == (b.data_ptr() % 16 == 0)
+                    addresses.append(a)
+                else:
+                    assert a == b
+        flat = again if isinstance(again, tuple) else (again,)
+        starts = {a for a in addresses}
+        # Every output the kernels write is launched at its own address.
+        assert any(t.data_ptr() in starts for t in flat)
+
+
+def test_a_cached_launch_goes_through_the_launcher_while_a_hook_is_set(calls):
+    x, w, b = torch.randn(33, 70), torch.randn(70, 20), torch.randn(20)
+    seen = []
+    with _standin.stand_in_driver(direct=True) as launches:
+        _matmul.matmul_route(x, w, b, "relu")
+        y = _matmul.matmul_route(x, w, b, "relu")
+        assert launches[1].args[:4] == tuple(t.data_ptr() for t in (x, w, b, y))
+        hooks = triton.knobs.runtime.launch_enter_hook
+        hooks.add(seen.append)
+        try:
+            y = _matmul.matmul_route(x, w, b, "relu")
+        finally:
+            hooks.remove(seen.append)
+        assert [a.data_ptr() for a in launches[2].args[:4]] == [t.data_ptr() for t in (x, w, b, y)]
+        assert len(seen) == 1 and seen[0].get()["name"].startswith("_matmul_kernel")
+        _matmul.matmul_route(x, w, b, "relu")
+        assert type(launches[3].args[0]) is int and len(seen) == 1
+
+
+def test_only_a_launcher_that_forwards_as_triton_does_is_called_directly():
+    class Launcher(_standin._CudaLauncher):
+        pass
+
+    class Checking(_standin._CudaLauncher):
+        def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+            assert gridX > 0  # work the C launcher alone would skip
+            self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid,
+                        self.launch_pdl, None, None, *args)  # fmt: skip
+
+    meta = type("Meta", (), {"name": "k"})()
+    direct = Launcher(None, meta, None)
+    assert _common._direct_launcher(direct) == direct.launch
+    assert _common._direct_launcher(Checking(None, meta, None)) is None
+    assert _common._direct_launcher(_standin._Launcher(None, meta, None)) is None
+    scratch = Launcher(None, meta, None)
+    scratch.global_scratch_size = 256
+    assert _common._direct_launcher(scratch) is None
