@@ -2,8 +2,8 @@
 with and without CUDA graphs, then torch.profiler's table of the GPU kernels of one epoch
 run without graphs (so each kernel shows by name), by GPU time.
 
-Run on a machine with a GPU: `python bench/gpu_profile.py [--workloads lstm,...]`
-(the workloads of bench/gpu_fit.py).
+Run on a machine with a GPU: `python bench/gpu_profile.py [--workloads lstm,...]
+[--policy mixed_bfloat16]` (the workloads of bench/gpu_fit.py, under a Keras dtype policy).
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="lstm,inception-predict,mobilenet-train")
     parser.add_argument("--rows", type=int, default=14)
+    parser.add_argument("--policy", default="float32", help="e.g. mixed_bfloat16")
     args = parser.parse_args(argv)
     import keratron as kt
+
+    kt.mixed_precision.set_global_policy(args.policy)
 
     for name in args.workloads.split(","):
         wl = GPU_WORKLOADS[name]
@@ -62,14 +65,15 @@ def main(argv=None) -> int:
             epoch(model, wl, x, y)
             torch.cuda.synchronize()
             ms = (time.perf_counter() - start) * 1e3 / steps
-            print(f"{name}: {ms:.2f} ms a step, CUDA graphs {'on' if graphs else 'off'}")
+            state = "on" if graphs else "off"
+            print(f"{name} ({args.policy}): {ms:.2f} ms a step, CUDA graphs {state}")
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         with torch.profiler.profile(activities=activities) as prof:
             epoch(model, wl, x, y)
             torch.cuda.synchronize()
         events = prof.key_averages()
         gpu_total = sum(e.self_device_time_total for e in events) / 1e3 / steps
-        print(f"{name}: GPU kernel time {gpu_total:.2f} ms a step (graphs off)")
+        print(f"{name} ({args.policy}): GPU kernel time {gpu_total:.2f} ms a step (graphs off)")
         print(
             events.table(
                 sort_by="self_device_time_total", row_limit=args.rows, max_name_column_width=60
