@@ -19,6 +19,8 @@ Columns:
   per kernel and no tuning);
 - torch, torch-bf16: the eager loop (data already on the device), float32 and under
   torch.autocast(bfloat16);
+- torch-ieee: the eager loop with TF32 off for cuDNN too (torch's default runs cuDNN
+  convolutions and RNNs on TF32): float32 products as keratron's default computes them;
 - torch-compile, torch-compile-ro: the same loop over torch.compile(model) in the default
   mode and in mode="reduce-overhead" (CUDA graphs).
 """
@@ -56,6 +58,7 @@ COLUMNS = (
     "torch-compile-ro",
     "keratron-bf16",
     "torch-bf16",
+    "torch-ieee",
     "keratron-tf32",
     "torch-compile",
     "keratron-nographs",
@@ -65,7 +68,7 @@ COLUMNS = (
 # Which columns run in the first pass (every workload), then the second, then the third.
 PASSES = (
     ("keratron", "torch"),
-    ("torch-compile-ro", "keratron-bf16", "torch-bf16", "keratron-tf32"),
+    ("torch-compile-ro", "keratron-bf16", "torch-bf16", "torch-ieee", "keratron-tf32"),
     ("torch-compile", "keratron-nographs", "keratron-fallback", "keratron-triton"),
 )
 
@@ -152,6 +155,17 @@ def torch_model(wl):
 
 
 def torch_rate(wl, x, y, column, rounds):
+    if column != "torch-ieee":
+        return _torch_rate(wl, x, y, column, rounds)
+    flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        return _torch_rate(wl, x, y, column, rounds)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
+def _torch_rate(wl, x, y, column, rounds):
     module = torch_model(wl)
     model = module
     if column == "torch-compile":

@@ -659,11 +659,40 @@ def _cast_vjp(g, x, out, dtype):
     return (cast_p.bind(g, dtype=x._value.dtype),)
 
 
+# (from, through) pairs where a cast from `from` to `through` keeps every value exactly, so
+# casting back gives the original.
+_EXACT_WIDENINGS = {
+    (torch.bfloat16, torch.float32),
+    (torch.bfloat16, torch.float64),
+    (torch.float16, torch.float32),
+    (torch.float16, torch.float64),
+    (torch.float32, torch.float64),
+}
+
+
+def _simplify_cast(graph, node, prod):
+    """A cast to what its input already is; and a cast back from an exact widening (the
+    bfloat16 -> float32 -> bfloat16 a mixed-precision layer boundary makes) is the value
+    before it."""
+    same = passes.identity_on_same_aval(graph, node, prod)
+    if same is not None:
+        return same
+    inner = prod.get(node.inputs[0])
+    if inner is None or inner.kind != "prim" or inner.prim is not cast_p:
+        return None
+    source = inner.inputs[0]
+    through = graph.avals[inner.outputs[0]][1]
+    if graph.avals[source] == graph.avals[node.outputs[0]]:
+        if (graph.avals[source][1], through) in _EXACT_WIDENINGS:
+            return source
+    return None
+
+
 cast_p = Primitive(
     "cast",
     lambda x, dtype: x.to(dtype),
     _cast_vjp,
-    simplify=passes.identity_on_same_aval,
+    simplify=_simplify_cast,
     shape_rule=lambda x, dtype: [(x[0], dtype)],
 )
 

@@ -15,6 +15,20 @@ _FUSED_DTYPES = (torch.float32, torch.float64)
 _UNCORRECTED_STEP = torch.tensor(2.0**40)
 
 
+# The same step on each device the fused kernel runs on elsewhere (CUDA's reads it from
+# device memory as float32), made outside any CUDA graph capture.
+_UNCORRECTED_STEPS: dict = {}
+
+
+def _uncorrected_step_on(device: torch.device):
+    """`_UNCORRECTED_STEP` on `device`, or None while a CUDA graph captures and it has not
+    been made there yet (a fill recorded by the capture would not have run)."""
+    step = _UNCORRECTED_STEPS.get(device)
+    if step is None and not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        step = _UNCORRECTED_STEPS[device] = _UNCORRECTED_STEP.to(device, torch.float32)
+    return step
+
+
 def _uncorrected(beta) -> bool:
     """Whether beta**_UNCORRECTED_STEP is 0 (every beta not within ~1e-11 of 1)."""
     return float(beta) ** 2.0**40 == 0.0
@@ -129,6 +143,23 @@ class Adam(Optimizer):
             beta_1_power = torch.pow(torch.full((), self.beta_1, **scalar), t)
             beta_2_power = torch.pow(torch.full((), self.beta_2, **scalar), t)
             alpha = lr * torch.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+            # On CUDA the fused kernel reads alpha and the step from device memory: one pass
+            # over each variable instead of seven foreach kernels, and nothing read on the host.
+            step = (
+                _uncorrected_step_on(values[0].device)
+                if values[0].is_cuda
+                and values[0].dtype == torch.float32 == alpha.dtype
+                and all(g.dtype == torch.float32 for g in grads)
+                and alpha.device == values[0].device
+                and all(x.is_contiguous() for x in values)
+                and _uncorrected(self.beta_1)
+                and _uncorrected(self.beta_2)
+                else None
+            )
+            if step is not None:
+                grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
+                self._fused_update(values, grads, m, v, idx, alpha, step)
+                return
 
         torch._foreach_lerp_(m, grads, 1 - self.beta_1)
         torch._foreach_mul_(v, self.beta_2)
@@ -143,8 +174,9 @@ class Adam(Optimizer):
         torch._foreach_div_(denom, -alpha)
         torch._foreach_addcdiv_(values, m, denom)
 
-    def _fused_update(self, values, grads, m, v, idx, alpha):
-        """One pass over each variable in torch's fused CPU Adam kernel.
+    def _fused_update(self, values, grads, m, v, idx, alpha, step=_UNCORRECTED_STEP):
+        """One pass over each variable in torch's fused Adam kernel (CPU, or CUDA with alpha a
+        float32 tensor on the device and `step` `_UNCORRECTED_STEP` there).
 
         The kernel computes lr / c1 * m / (sqrt(v) / sqrt(c2) + eps) with its own bias
         corrections c1 = 1 - b1^step, c2 = 1 - b2^step (float64) from a step tensor. Given
@@ -160,7 +192,7 @@ class Adam(Optimizer):
             m,
             v,
             [self._velocity_hats[i]._value for i in idx] if self.amsgrad else [],
-            [_UNCORRECTED_STEP] * len(values),
+            [step] * len(values),
             lr=alpha,
             beta1=float(self.beta_1),
             beta2=float(self.beta_2),

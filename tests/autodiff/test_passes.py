@@ -204,6 +204,38 @@ def test_simplify_drops_shape_and_sign_round_trips():
     assert items == [("slot", x)] * 5 and graph.nodes == [], [n.prim for n in graph.nodes]
 
 
+def test_simplify_drops_a_cast_back_from_an_exact_widening_only():
+    from keratron.ops import elementwise
+
+    cast = elementwise.cast_p.bind
+
+    def f(x):
+        half = cast(x, dtype=torch.bfloat16)
+        return (
+            cast(cast(half, dtype=torch.float32), dtype=torch.bfloat16),  # exact: half
+            cast(cast(x, dtype=torch.float64), dtype=torch.float32),  # exact: x
+            cast(cast(x, dtype=torch.bfloat16), dtype=torch.float32),  # rounds: kept
+            cast(cast(x, dtype=torch.int32), dtype=torch.float32),  # truncates: kept
+        )
+
+    graph, items, (x,) = _trace(f, (2, 3))
+    items = passes.dce(graph, passes.cse(graph, passes.simplify(graph, items)))
+    half = items[0][1]
+    assert items[1] == ("slot", x) and graph.avals[half][1] == torch.bfloat16
+    assert sorted(str(n.params["dtype"]) for n in graph.nodes) == [
+        "torch.bfloat16",
+        "torch.float32",
+        "torch.float32",
+        "torch.int32",
+    ]
+    data = np.array([[0.1, -2.7, 3.3], [1e-3, 7.9, -0.5]], "float32")
+    got = kt.function(f)(data)
+    rounded = torch.tensor(data).bfloat16()
+    np.testing.assert_array_equal(np.asarray(got[1]), data)
+    np.testing.assert_array_equal(np.asarray(got[2]), rounded.float().numpy())
+    np.testing.assert_array_equal(np.asarray(got[3]), data.astype("int32").astype("float32"))
+
+
 def test_simplify_drops_sums_over_size_one_axes_only():
     def f(x):
         return (

@@ -272,7 +272,7 @@ def test_fit_skips_a_step_with_non_finite_gradients(run_eagerly):
 @pytest.mark.parametrize("inner", ["adam", "sgd_momentum"])
 def test_loss_scaling_without_host_reads_matches_the_host_form(inner):
     """The form a CUDA graph replays (the skip decided on the device, state put back where
-    the gradients are not finite) against the host form, on CPU: the same variables, slots,
+    the gradients are not finite) against the host form, on the test device: the same variables, slots,
     iterations, counter and scale after every step, through finite steps, growths of the scale
     and skipped steps (an inf, a NaN)."""
     import torch
@@ -300,8 +300,9 @@ def test_loss_scaling_without_host_reads_matches_the_host_form(inner):
             grads[0][0, 1] = np.inf
         if step == 4:
             grads[1][2] = np.nan
-        host._apply_scaled([torch.as_tensor(g) for g in grads], wa)
-        dev._apply_scaled_on_device([torch.as_tensor(g) for g in grads], wb)
+        device = wa[0]._value.device  # the gradients live where the variables do
+        host._apply_scaled([torch.as_tensor(g, device=device) for g in grads], wa)
+        dev._apply_scaled_on_device([torch.as_tensor(g, device=device) for g in grads], wb)
         assert len(host.variables) == len(dev.variables)
         for a, b in zip(wa + host.variables, wb + dev.variables):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
