@@ -272,9 +272,9 @@ def test_fit_skips_a_step_with_non_finite_gradients(run_eagerly):
 @pytest.mark.parametrize("inner", ["adam", "sgd_momentum"])
 def test_loss_scaling_without_host_reads_matches_the_host_form(inner):
     """The form a CUDA graph replays (the skip decided on the device, state put back where
-    the gradients are not finite) against the host form, on the test device: the same variables, slots,
-    iterations, counter and scale after every step, through finite steps, growths of the scale
-    and skipped steps (an inf, a NaN)."""
+    the gradients are not finite) against the host form, on the test device: the same
+    variables, slots, iterations, counter and scale after every step, through finite steps,
+    growths of the scale and skipped steps (an inf, a NaN)."""
     import torch
 
     def make():
