@@ -12,8 +12,9 @@
 # tests.log, fit.log, launch.log, kernels.log, kernels_float32.json, kernels_bfloat16.json.
 # `python -m tools.kernels_aot --roofline-only --measured <json>` prints a json's times beside
 # the roofline. Each part has a bound in seconds: T_PIN, T_GRAPHS, T_TUNED (0: the autotuned
-# suite is left out), T_FIT, T_COMPILE, T_LAUNCH, T_PROFILE, T_KERN, T_BF16, T_LSTM (0 leaves
-# a part out). Their defaults add up to 480 s. Timings on earlier machines: the pinned suite
+# suite is left out), T_FIT, T_MATCHED (lstm at matched precisions, 0 by default: ~50 s),
+# T_COMPILE, T_LAUNCH, T_PROFILE, T_KERN, T_BF16, T_LSTM (0 leaves a part out). Their
+# defaults add up to 480 s. Timings on earlier machines: the pinned suite
 # 48-60+ s, the graph and parity tests 31-55+ s (H200, 2026-11-27).
 OUT=${OUT:-gpu-logs}
 export OUT
@@ -32,6 +33,13 @@ KERATRON_TRITON_PIN=1 timeout "$T_FIT" python3 bench/gpu_fit.py --deadline $((T_
     --workloads cnn,mobilenet-train,lstm,mlp,tiny,inception-predict \
     --columns keratron,torch,keratron-bf16 >"$F" 2>&1
 echo "fit rc=$?"; cat "$F"
+# lstm at matched precisions: keratron and the eager loop both in IEEE float32 (cuDNN's TF32
+# off), and keratron on TF32 as cuDNN computes in the default eager loop.
+if [ "${T_MATCHED:-0}" -gt 0 ]; then
+    timeout "$T_MATCHED" python3 bench/gpu_fit.py --workloads lstm \
+        --columns keratron,torch,torch-ieee,keratron-tf32 >>"$F" 2>&1
+    echo "fit lstm matched rc=$?"; tail -4 "$F"
+fi
 if [ "${T_COMPILE:-50}" -gt 0 ]; then
     KERATRON_TRITON_PIN=1 timeout "${T_COMPILE:-50}" python3 bench/gpu_fit.py --rounds 1 \
         --workloads mlp,cnn --columns torch-compile-ro >>"$F" 2>&1
