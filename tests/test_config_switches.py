@@ -107,3 +107,19 @@ def test_traceback_and_flash_switches_match_keras():
         assert module.config.is_flash_attention_enabled() is False
         module.config.enable_flash_attention()
         assert module.config.is_flash_attention_enabled() is None
+
+
+def test_environ_get_follows_every_change_of_the_environment(monkeypatch):
+    name = "KERATRON_TEST_ENVIRON_GET"
+    monkeypatch.delenv(name, raising=False)
+    assert config.environ_get(name) is None and config.environ_get(name, "d") == "d"
+    for value in ("tf32", "ieee", "", "ünïcode", "tf32"):
+        monkeypatch.setenv(name, value)
+        assert config.environ_get(name, "d") == value == os.environ.get(name, "d")
+    os.environ.pop(name)
+    assert config.environ_get(name, "gone") == "gone"
+    os.environ[name] = "again"  # os.environ's own spelling, not monkeypatch's
+    try:
+        assert config.environ_get(name) == "again"
+    finally:
+        del os.environ[name]
