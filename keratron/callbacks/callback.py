@@ -156,11 +156,13 @@ class CallbackList(Callback):
         class's no-op, or a function set on the instance, as LambdaCallback does). The loops
         skip building per-batch logs nobody reads."""
         names = (name, "on_batch_end") if name == "on_train_batch_end" else (name,)
-        return any(
-            n in vars(cb) or getattr(type(cb), n) is not getattr(Callback, n)
-            for cb in self.callbacks
-            for n in names
-        )
+        return any(overrides(cb, n) for cb in self.callbacks for n in names)
+
+
+def overrides(callback, name: str) -> bool:
+    """Whether `callback` does something in hook `name`: a method overriding the base class's
+    no-op, or a function set on the instance."""
+    return name in vars(callback) or getattr(type(callback), name) is not getattr(Callback, name)
 
 
 for _name in [n for n in vars(Callback) if n.startswith("on_")]:

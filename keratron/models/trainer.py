@@ -23,7 +23,7 @@ from keratron.distribute import hooks as distribute_hooks
 from keratron.models import data_adapter
 from keratron.models.data_adapter import EpochIterator, unpack_x_y_sample_weight
 from keratron.ops.xent import raise_for_invalid_class_ids
-from keratron.utils import host_memory
+from keratron.utils import host_memory, threads
 from keratron.utils.threads import matched_threads
 
 __all__ = ["Trainer"]
@@ -835,13 +835,26 @@ class Trainer:
         self.stop_predicting = False
         callbacks.on_predict_begin()
         collected = _PredictOutputs()
-        for begin, end, batches in iterator:
-            callbacks.on_predict_batch_begin(begin)
-            for out in predict_function(batches):
-                collected.add(out)
-                callbacks.on_predict_batch_end(end, {"outputs": out})
-            if self.stop_predicting:
-                break
+        workers = self._predict_workers(callbacks, iterator)
+        if workers > 1:
+            # Beside busy processes: whole batches on threads that each take the next one;
+            # the progress bar, the only batch hook here, sees them in order as they finish.
+            results = threads.ordered_map(
+                lambda step: (step[0], step[1], predict_function(step[2])), iterator, workers
+            )
+            for begin, end, outs in results:
+                callbacks.on_predict_batch_begin(begin)
+                for out in outs:
+                    collected.add(out)
+                    callbacks.on_predict_batch_end(end, {"outputs": out})
+        else:
+            for begin, end, batches in iterator:
+                callbacks.on_predict_batch_begin(begin)
+                for out in predict_function(batches):
+                    collected.add(out)
+                    callbacks.on_predict_batch_end(end, {"outputs": out})
+                if self.stop_predicting:
+                    break
         callbacks.on_predict_end()
         if collected.buckets is None:
             raise ValueError(
@@ -849,6 +862,29 @@ class Trainer:
                 "produced no batch."
             )
         return collected.merged()
+
+    def _predict_workers(self, callbacks, iterator) -> int:
+        """Threads for `predict`'s batches: `threads.batch_workers()` for a model on the CPU
+        with several batches, one process, and no callback but the progress bar at batch
+        level (its batches then finish before their begin hooks run); else 1."""
+        workers = threads.batch_workers()
+        if workers < 2 or not (iterator.num_batches or 0) > 1:
+            return 1
+        if distribute_hooks.model_strategy(self) is not None:
+            return 1
+        weights = self.weights
+        device = weights[0]._value.device.type if weights else config.default_device()
+        if device != "cpu":
+            return 1
+        from keratron.callbacks import ProgbarLogger
+        from keratron.callbacks.callback import overrides
+
+        for hook in ("on_predict_batch_begin", "on_predict_batch_end"):
+            if any(
+                overrides(c, hook) and not isinstance(c, ProgbarLogger) for c in callbacks.callbacks
+            ):
+                return 1
+        return workers
 
     # ------------------------------------------------------------------ single batches
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):

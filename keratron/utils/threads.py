@@ -7,7 +7,10 @@ parallel region of a step waits for it; with one thread per free core nothing wa
 runnable threads of other processes (the kernel's `nr_running`, less this process's own), and
 when fewer cores than torch's thread count are free, lowers the count for the call and restores
 the caller's count when the call returns. It never raises the count: a user's
-`torch.set_num_threads` is a ceiling. Measured on a 2-core machine beside busy processes, with
+`torch.set_num_threads` is a ceiling. Within such a lowered call, `predict` may run its
+independent batches on the caller's count of threads instead (`batch_workers`,
+`ordered_map`), one intra-op thread each, so that the thread whose core is free takes more
+batches than the one that shares its core. Measured on a 2-core machine beside busy processes, with
 OpenMP's passive wait (keratron/_openmp.py): see bench/README.md.
 
 The count is probed at most once a second (four readings of /proc, about 3 ms), so calling
@@ -17,9 +20,12 @@ KERATRON_ADAPT_THREADS=0 turns it off; off Linux (no /proc) it does nothing.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
 import functools
 import os
+import threading
 import time
 
 import torch
@@ -31,6 +37,8 @@ _SAMPLES = 4
 _SAMPLE_GAP_S = 0.001
 
 _last_probe: tuple[float, int | None] = (float("-inf"), None)  # (monotonic time, free cores)
+# Per thread: the caller's thread count where a `matched_to_free_cores` scope lowered it.
+_scope = threading.local()
 
 
 def _allowed_cores() -> int:
@@ -114,13 +122,54 @@ def matched_to_free_cores():
     before = torch.get_num_threads()
     free = _cached_free_cores() if before > 1 else None
     lowered = free is not None and free < before
+    outer = getattr(_scope, "lowered_from", None)
     if lowered:
         torch.set_num_threads(free)
+        _scope.lowered_from = before
     try:
         yield
     finally:
         if lowered:
+            _scope.lowered_from = outer
             torch.set_num_threads(before)
+
+
+def batch_workers() -> int:
+    """How many threads may each take whole batches of a loop whose batches are independent
+    (`predict`) in this scope: the caller's thread count where `matched_to_free_cores` lowered
+    it because other processes hold cores, else 1.
+
+    Beside a busy process, an intra-op parallel region waits for the thread that shares a core
+    with it; threads that each run whole batches on one intra-op thread, each taking the next
+    batch when it is done, keep every core's share of the machine busy instead."""
+    return getattr(_scope, "lowered_from", None) or 1
+
+
+def ordered_map(fn, items, workers: int):
+    """Yields `fn(item)` for each of `items`, in order, computed by `workers` threads that each
+    take the next item when they are free, with at most two items a worker in flight. Each
+    worker runs torch on one intra-op thread. `torch.set_num_threads` also sets process-wide
+    state (the count threads started later take, MKL's), so the caller's count is set again
+    when the map ends. An exception raised by `fn` is raised here, and items not yet started
+    are dropped; so are they when the caller stops iterating."""
+    caller = torch.get_num_threads()
+    pool = concurrent.futures.ThreadPoolExecutor(
+        workers, thread_name_prefix="keratron-batch", initializer=torch.set_num_threads,
+        initargs=(1,),
+    )  # fmt: skip
+    pending: collections.deque = collections.deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)
+        torch.set_num_threads(caller)
 
 
 def matched_threads(method):

@@ -8,6 +8,8 @@ policy the runtime took: `GOMP_SPINCOUNT = '0'` is the passive policy, the defau
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -129,6 +131,109 @@ def test_predict_and_evaluate_restore(monkeypatch, two_threads):
     model.evaluate(x, np.zeros((4, 2), "float32"), verbose=0, callbacks=[Record()])
     assert seen == [1, 1]
     assert torch.get_num_threads() == 2
+
+
+def _conv_model():
+    keratron.utils.set_random_seed(0)
+    layers = keratron.layers
+    model = keratron.Sequential(
+        [
+            keratron.Input((12, 12, 3)),
+            layers.Conv2D(8, 3, activation="relu"),
+            layers.MaxPooling2D(2),
+            layers.Flatten(),
+            layers.Dense(5, activation="softmax"),
+        ]
+    )
+    return model
+
+
+def test_predict_beside_busy_processes_runs_whole_batches_on_threads(monkeypatch, two_threads):
+    """Where other processes hold cores, predict's batches go to two threads that each take
+    the next batch (on one intra-op thread each): the outputs are the serial ones, in order,
+    the progress bar sees every batch in order, and torch's count is restored."""
+    model = _conv_model()
+    x = np.random.default_rng(0).standard_normal((70, 12, 12, 3)).astype("float32")
+    quiet = model.predict(x, batch_size=8, verbose=0)
+    ran = []
+    step = model.make_predict_function()
+    model.predict_function = lambda batches: (ran.append(threading.current_thread().name),
+                                              step(batches))[1]  # fmt: skip
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    seen = []
+    progress = keratron.callbacks.ProgbarLogger()
+    monkeypatch.setattr(
+        progress, "on_predict_batch_end", lambda batch, logs=None: seen.append(batch)
+    )
+    busy = model.predict(x, batch_size=8, verbose=0, callbacks=[progress])
+    np.testing.assert_allclose(busy, quiet, rtol=1e-6, atol=1e-7)
+    assert len(ran) == 9 and all(name.startswith("keratron-batch") for name in ran)
+    assert seen == list(range(9))
+    assert torch.get_num_threads() == 2 and threads.batch_workers() == 1
+
+
+def test_predict_keeps_one_thread_of_batches_with_a_batch_callback_or_a_quiet_machine(
+    monkeypatch, two_threads
+):
+    model = _conv_model()
+    x = np.zeros((24, 12, 12, 3), "float32")
+    ran = []
+    step = model.make_predict_function()
+    model.predict_function = lambda batches: (ran.append(threading.current_thread().name),
+                                              step(batches))[1]  # fmt: skip
+    order = []
+
+    class Record(keratron.callbacks.Callback):
+        def on_predict_batch_begin(self, batch, logs=None):
+            order.append(("begin", batch, len(ran)))
+
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    model.predict(x, batch_size=8, verbose=0, callbacks=[Record()])
+    # Each begin hook runs before its batch: the loop stays on the caller's thread.
+    assert order == [("begin", 0, 0), ("begin", 1, 1), ("begin", 2, 2)]
+    assert set(ran) == {threading.current_thread().name}
+    ran.clear()
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 2)
+    model.predict(x, batch_size=8, verbose=0)
+    assert set(ran) == {threading.current_thread().name}
+
+
+def test_ordered_map_keeps_order_raises_and_bounds_what_is_in_flight():
+    started = []
+
+    def slow_then_fast(i):
+        started.append(i)
+        time.sleep(0.02 if i % 3 == 0 else 0.0)
+        return i * i, torch.get_num_threads()
+
+    got = list(threads.ordered_map(slow_then_fast, range(10), 2))
+    assert [v for v, _ in got] == [i * i for i in range(10)]
+    assert {n for _, n in got} == {1}
+    # The workers' count does not reach threads started later.
+    later = []
+    thread = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    assert later == [torch.get_num_threads()]
+
+    def failing(i):
+        if i == 3:
+            raise ValueError("batch 3")
+        return i
+
+    with pytest.raises(ValueError, match="batch 3"):
+        list(threads.ordered_map(failing, range(100), 2))
+
+    def items():
+        for i in range(1000):
+            produced.append(i)
+            yield i
+
+    produced = []
+    results = threads.ordered_map(lambda i: i, items(), 2)
+    assert [next(results) for _ in range(3)] == [0, 1, 2]
+    assert len(produced) <= 3 + 4  # at most two a worker ahead of what was taken
+    results.close()
 
 
 def test_free_cores_counts_other_processes(monkeypatch):
