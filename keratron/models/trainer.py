@@ -865,12 +865,18 @@ class Trainer:
 
     def _predict_workers(self, callbacks, iterator) -> int:
         """Threads for `predict`'s batches: `threads.batch_workers()` for a model on the CPU
-        with several batches, one process, and no callback but the progress bar at batch
-        level (its batches then finish before their begin hooks run); else 1."""
+        with several batches, one process, independent batches (the built-in `predict_step`,
+        no stateful layer, whose state runs from batch to batch), and no callback but the
+        progress bar at batch level (its batches then finish before their begin hooks run);
+        else 1."""
         workers = threads.batch_workers()
         if workers < 2 or not (iterator.num_batches or 0) > 1:
             return 1
         if distribute_hooks.model_strategy(self) is not None:
+            return 1
+        if getattr(type(self), "predict_step", None) is not Trainer.predict_step:
+            return 1
+        if any(getattr(layer, "stateful", False) for layer in self._flatten_layers()):
             return 1
         weights = self.weights
         device = weights[0]._value.device.type if weights else config.default_device()

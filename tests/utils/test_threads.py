@@ -198,6 +198,41 @@ def test_predict_keeps_one_thread_of_batches_with_a_batch_callback_or_a_quiet_ma
     assert set(ran) == {threading.current_thread().name}
 
 
+def test_predict_of_dependent_batches_stays_on_the_callers_thread(monkeypatch, two_threads):
+    """A stateful RNN carries its state from batch to batch, and an overridden predict_step may
+    do anything: their batches run in order on the caller's thread, with the quiet results."""
+    layers = keratron.layers
+    x = np.random.default_rng(1).standard_normal((16, 5, 3)).astype("float32")
+
+    def stateful():
+        keratron.utils.set_random_seed(0)
+        return keratron.Sequential(
+            [keratron.Input((5, 3), batch_size=4), layers.LSTM(6, stateful=True), layers.Dense(2)]
+        )
+
+    class Custom(keratron.Model):
+        def predict_step(self, data):
+            return super().predict_step(data)
+
+    def custom():
+        keratron.utils.set_random_seed(0)
+        inputs = keratron.Input((5, 3))
+        return Custom(inputs, layers.Dense(2)(layers.Flatten()(inputs)))
+
+    for build in (stateful, custom):
+        quiet = build().predict(x, batch_size=4, verbose=0)
+        monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+        model = build()
+        ran = []
+        step = model.make_predict_function()
+        model.predict_function = lambda batches: (ran.append(threading.current_thread().name),
+                                                  step(batches))[1]  # fmt: skip
+        busy = model.predict(x, batch_size=4, verbose=0)
+        monkeypatch.undo()
+        assert set(ran) == {threading.current_thread().name}, build.__name__
+        np.testing.assert_allclose(busy, quiet, rtol=1e-6, atol=1e-7)
+
+
 def test_ordered_map_keeps_order_raises_and_bounds_what_is_in_flight():
     started = []
 
