@@ -133,6 +133,20 @@ def test_predict_and_evaluate_restore(monkeypatch, two_threads):
     assert torch.get_num_threads() == 2
 
 
+def _record_batch_threads(model) -> list:
+    """Wraps the model's predict function; returns the list of the names of the threads that
+    run its batches, filled as they run."""
+    ran = []
+    step = model.make_predict_function()
+
+    def recorded(batches):
+        ran.append(threading.current_thread().name)
+        return step(batches)
+
+    model.predict_function = recorded
+    return ran
+
+
 def _conv_model():
     keratron.utils.set_random_seed(0)
     layers = keratron.layers
@@ -155,10 +169,7 @@ def test_predict_beside_busy_processes_runs_whole_batches_on_threads(monkeypatch
     model = _conv_model()
     x = np.random.default_rng(0).standard_normal((70, 12, 12, 3)).astype("float32")
     quiet = model.predict(x, batch_size=8, verbose=0)
-    ran = []
-    step = model.make_predict_function()
-    model.predict_function = lambda batches: (ran.append(threading.current_thread().name),
-                                              step(batches))[1]  # fmt: skip
+    ran = _record_batch_threads(model)
     monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
     seen = []
     progress = keratron.callbacks.ProgbarLogger()
@@ -177,10 +188,7 @@ def test_predict_keeps_one_thread_of_batches_with_a_batch_callback_or_a_quiet_ma
 ):
     model = _conv_model()
     x = np.zeros((24, 12, 12, 3), "float32")
-    ran = []
-    step = model.make_predict_function()
-    model.predict_function = lambda batches: (ran.append(threading.current_thread().name),
-                                              step(batches))[1]  # fmt: skip
+    ran = _record_batch_threads(model)
     order = []
 
     class Record(keratron.callbacks.Callback):
@@ -223,10 +231,7 @@ def test_predict_of_dependent_batches_stays_on_the_callers_thread(monkeypatch, t
         quiet = build().predict(x, batch_size=4, verbose=0)
         monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
         model = build()
-        ran = []
-        step = model.make_predict_function()
-        model.predict_function = lambda batches: (ran.append(threading.current_thread().name),
-                                                  step(batches))[1]  # fmt: skip
+        ran = _record_batch_threads(model)
         busy = model.predict(x, batch_size=4, verbose=0)
         monkeypatch.undo()
         assert set(ran) == {threading.current_thread().name}, build.__name__
