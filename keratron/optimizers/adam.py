@@ -124,17 +124,7 @@ class Adam(Optimizer):
             alpha = float(
                 f(float(lr)) * np.sqrt(one - f(self.beta_2) ** t) / (one - f(self.beta_1) ** t)
             )
-            if (
-                values[0].dtype in _FUSED_DTYPES
-                and all(x.is_contiguous() for x in values)
-                and _uncorrected(self.beta_1)
-                and _uncorrected(self.beta_2)
-            ):
-                # The fused kernel walks every tensor as flat memory: gradients that are
-                # views in another layout (a transposed kernel gradient) are made dense.
-                grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
-                self._fused_update(values, grads, m, v, idx, alpha)
-                return
+            step = _UNCORRECTED_STEP if values[0].dtype in _FUSED_DTYPES else None
         else:
             # Elsewhere the scalars stay on the device, so a step never waits on the host.
             # (torch.full fills on the device; torch.tensor would copy from the host and wait.)
@@ -151,15 +141,19 @@ class Adam(Optimizer):
                 and values[0].dtype == torch.float32 == alpha.dtype
                 and all(g.dtype == torch.float32 for g in grads)
                 and alpha.device == values[0].device
-                and all(x.is_contiguous() for x in values)
-                and _uncorrected(self.beta_1)
-                and _uncorrected(self.beta_2)
                 else None
             )
-            if step is not None:
-                grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
-                self._fused_update(values, grads, m, v, idx, alpha, step)
-                return
+        if (
+            step is not None
+            and all(x.is_contiguous() for x in values)
+            and _uncorrected(self.beta_1)
+            and _uncorrected(self.beta_2)
+        ):
+            # The fused kernel walks every tensor as flat memory: gradients that are views in
+            # another layout (a transposed kernel gradient) are made dense.
+            grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
+            self._fused_update(values, grads, m, v, idx, alpha, step)
+            return
 
         torch._foreach_lerp_(m, grads, 1 - self.beta_1)
         torch._foreach_mul_(v, self.beta_2)
