@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 
 import torch
 import triton
@@ -107,7 +106,7 @@ _INTERPRETED = not isinstance(tanh, triton.runtime.JITFunction)
 
 def interpreted() -> bool:
     """Whether kernels run under the Triton interpreter (on CPU tensors)."""
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    return environ_get("TRITON_INTERPRET") == "1"
 
 
 def dot_precision(dtype: torch.dtype) -> str:
@@ -354,11 +353,11 @@ class _Bound:
         # Only the fixed values are kept: the first call's tensors must not outlive it.
         fixed = {n: values[n] for n in names if n not in pointers}
         namespace = dict(v=fixed, driver=_triton_driver, launch=self.launch, op=op)
-        namespace.update(count_launch=count_launch, hooked=_hooked, direct=self.direct)
-        namespace.update(zip(("gx", "gy", "gz"), self.grid), function=self.function)
-        namespace.update(packed=self.packed, meta=self.meta)
+        namespace["count_launch"] = count_launch
         if self.direct is not None:
-            namespace["cooperative"] = self.run.launch_cooperative_grid
+            namespace.update(zip(("gx", "gy", "gz"), self.grid), function=self.function)
+            namespace.update(packed=self.packed, meta=self.meta, hooked=_hooked)
+            namespace.update(direct=self.direct, cooperative=self.run.launch_cooperative_grid)
             namespace["pdl"] = self.run.launch_pdl
         exec("\n".join(lines) + "\n", namespace)
         return namespace["relaunch"]
@@ -366,14 +365,11 @@ class _Bound:
     def launch(self, args: tuple, stream) -> None:
         args += self.meta
         runtime = triton.knobs.runtime
-        enter = runtime.launch_enter_hook
-        # Launch hooks (a profiler's) read the launch metadata: made only when one is set (the
-        # hook is a chain of hooks, empty by default).
-        hooked = getattr(enter, "calls", enter)
-        metadata = self.kernel.launch_metadata(self.grid, stream, *args) if hooked else None
+        # Launch hooks (a profiler's) read the launch metadata: made only when one is set.
+        metadata = self.kernel.launch_metadata(self.grid, stream, *args) if _hooked() else None
         gx, gy, gz = self.grid
-        self.run(gx, gy, gz, stream, self.function, self.packed, metadata, enter,
-                 runtime.launch_exit_hook, *args)  # fmt: skip
+        self.run(gx, gy, gz, stream, self.function, self.packed, metadata,
+                 runtime.launch_enter_hook, runtime.launch_exit_hook, *args)  # fmt: skip
 
 
 class Kernel:
