@@ -349,3 +349,27 @@ def test_random_interleaving_with_batch_norm_under_mixed_bfloat16_matches_eager(
         )
     finally:
         kt.mixed_precision.set_global_policy(None)
+
+
+def test_random_interleaving_with_predict_batches_on_threads_matches_eager(tmp_path, monkeypatch):
+    # Beside busy processes (the free-core probe stands in here), predict runs its batches on
+    # threads that replay the compiled plan concurrently, its kept buffers held by one thread
+    # at a time: after every weight write both models must still follow.
+    from keratron.utils import threads
+
+    maps = []
+    ordered_map = threads.ordered_map
+
+    def counted(fn, items, workers):
+        maps.append(workers)
+        return ordered_map(fn, items, workers)
+
+    monkeypatch.setattr(threads, "ordered_map", counted)
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _interleave(seed=8, steps=14, tmp_path=tmp_path)
+    finally:
+        torch.set_num_threads(before)
+    assert maps and set(maps) == {2}  # predict took the batch threads, two of them
