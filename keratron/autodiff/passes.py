@@ -10,7 +10,8 @@ Passes (each `pass(graph, outputs) -> outputs`, run in `PASSES` order):
   activation it accepts becomes one call.
 - the passes that op modules register with `register_pass(fn)` (the max-pool rewrites of the
   pooling module, and on the CPU a convolution read only by a max pool whose indices nothing
-  reads fused with it into one chunked call), in registration order;
+  reads fused with it into one chunked call), in registration order, then the "late" ones
+  (casts between the same two dtypes grouped into one multi-tensor call);
 - `dce`: drops nodes that neither feed an output nor have an effect.
 Effects (random draws, variable assignments, opaque updates) are never merged, folded or
 dropped, and they keep their order.
@@ -382,6 +383,8 @@ def resimplify(graph: Graph, outputs: list) -> list:
 PASSES = [simplify, cse, fold_constants, resimplify, fuse_epilogues, dce]
 # Rewrites a function without effects gets before its prelude is hoisted (register_pass).
 PRELUDE_PASSES: list = []
+# The "late" passes of PASSES, kept after every "optimize" one (register_pass).
+LATE_PASSES: list = []
 
 
 def register_pass(fn: Callable, stage: str = "optimize") -> Callable:
@@ -392,6 +395,8 @@ def register_pass(fn: Callable, stage: str = "optimize") -> Callable:
         "optimize": `fn(graph, outputs) -> outputs`, run after `fuse_epilogues` and before
             `dce`, in registration order (`outputs` as the passes take them: ("slot", s) or
             ("value", v) items).
+        "late": as "optimize", but after every "optimize" pass, whenever registered (a
+            rewrite that must see the graph the others leave: grouping casts).
         "prelude": `fn(graph) -> None`, run in place on a function without effects (inference)
             before the work that reads only variables is hoisted into its prelude; it may add
             nodes that read variables (a kernel stored in another layout) to be computed once
@@ -400,15 +405,19 @@ def register_pass(fn: Callable, stage: str = "optimize") -> Callable:
     Registering the same function again does nothing. Returns `fn`, so it serves as a
     decorator.
     """
-    if stage == "optimize":
+    if stage in ("optimize", "late"):
         if fn not in PASSES:
-            PASSES.insert(PASSES.index(dce), fn)
+            late = [p for p in PASSES if p in LATE_PASSES]
+            PASSES.insert(PASSES.index(dce if stage == "late" or not late else late[0]), fn)
+            if stage == "late":
+                LATE_PASSES.append(fn)
     elif stage == "prelude":
         if fn not in PRELUDE_PASSES:
             PRELUDE_PASSES.append(fn)
     else:
         raise ValueError(
-            f"register_pass: argument `stage` must be 'optimize' or 'prelude'. Received: {stage!r}"
+            "register_pass: argument `stage` must be 'optimize', 'late' or 'prelude'. "
+            f"Received: {stage!r}"
         )
     return fn
 

@@ -13,6 +13,7 @@ import torch
 from keratron import config
 from keratron.autodiff import memory_plan, passes
 from keratron.autodiff.dtypes import standardize_dtype
+from keratron.autodiff.tracing import Node
 from keratron.ops import _shape_rules as rules
 from keratron.ops._core import (
     Primitive,
@@ -695,6 +696,102 @@ cast_p = Primitive(
     simplify=_simplify_cast,
     shape_rule=lambda x, dtype: [(x[0], dtype)],
 )
+
+
+def _cast_group(*xs, dtype):
+    """Several casts from one dtype to another at once: on CUDA one multi-tensor copy (a
+    launch or a few, where each cast is otherwise its own kernel), elsewhere one `.to` each.
+    Both convert as `cast` does (round to nearest even), into new buffers of the inputs'
+    layout."""
+    if xs[0].is_cuda:
+        outs = [torch.empty_like(x, dtype=dtype) for x in xs]
+        torch._foreach_copy_(outs, list(xs))
+        return tuple(outs)
+    return tuple(x.to(dtype) for x in xs)
+
+
+# Made by the compiler only (`group_casts`), after differentiation: no VJP.
+cast_group_p = Primitive(
+    "cast_group",
+    _cast_group,
+    None,
+    multiple_results=True,
+    fresh=True,
+    shape_rule=lambda *xs, dtype: [(x[0], dtype) for x in xs],
+)
+
+
+def group_casts(graph, outputs):
+    """Casts between the same two dtypes that can run at one point of the plan become one
+    `cast_group` node there. A mixed-precision training step casts every variable to the
+    compute dtype and every gradient back: on CUDA each cast is a kernel launch (a node of
+    the step's CUDA graph), and a group is one. The values are the casts' own, bit for bit.
+
+    A cast may move later, up to its first reader, or earlier, down to its input's producer,
+    but never across a node with an effect (an assignment may change what a variable read
+    holds). In a function without effects, casts of variable-only values are grouped apart
+    from the rest, so its prelude still takes them. Of the casts of one kind, the one whose
+    window closes first fixes the point: every cast whose input is ready by then joins it
+    (the fewest groups). A cast of a cast's output stays where it is, so no group reads a
+    value made later.
+    """
+    nodes = graph.nodes
+    made_at = {s: i for i, n in enumerate(nodes) for s in n.outputs}
+    first_use: dict = {}
+    for i, n in enumerate(nodes):
+        for s in n.inputs:
+            if s is not None:
+                first_use.setdefault(s, i)
+    end = len(nodes)
+    effects = [i for i, n in enumerate(nodes) if n.is_effect]
+    fixed = passes.variable_only(graph)
+    windows: dict = {}  # kind -> [(latest point, earliest point, node index)]
+    prev_effect, e = -1, 0
+    for i, n in enumerate(nodes):
+        while e < len(effects) and effects[e] < i:
+            prev_effect, e = effects[e], e + 1
+        if n.kind != "prim" or n.prim is not cast_p:
+            continue
+        (src,) = n.inputs
+        source, target = graph.avals[src][1], n.params["dtype"]
+        made_by = nodes[made_at[src]] if src in made_at else None
+        if source == target or (made_by is not None and made_by.prim is cast_p):
+            continue  # a cast of a cast stays: its input's cast may move
+        next_effect = effects[e] if e < len(effects) else end
+        latest = min(first_use.get(n.outputs[0], end), next_effect)
+        earliest = max(made_at.get(src, -1), prev_effect)
+        prelude = not effects and src in fixed
+        windows.setdefault((source, target, prelude), []).append((latest, earliest, i))
+    at: dict = {}  # node index -> the group nodes to run before it
+    grouped = set()
+    for (_, target, _), casts in windows.items():
+        casts.sort()
+        while casts:
+            point = casts[0][0]
+            members = [c for c in casts if c[1] < point]
+            casts = [c for c in casts if c[1] >= point]
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda c: c[2])
+            ins = [nodes[i].inputs[0] for _, _, i in members]
+            outs = [nodes[i].outputs[0] for _, _, i in members]
+            at.setdefault(point, []).append(
+                Node("prim", ins, outs, cast_group_p, {"dtype": target})
+            )
+            grouped.update(i for _, _, i in members)
+    if not grouped:
+        return outputs
+    out = []
+    for i, n in enumerate(nodes):
+        out.extend(at.get(i, ()))
+        if i not in grouped:
+            out.append(n)
+    out.extend(at.get(end, ()))
+    graph.nodes = out
+    return outputs
+
+
+passes.register_pass(group_casts, stage="late")
 
 
 def cast(x, dtype):

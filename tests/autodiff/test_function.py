@@ -204,6 +204,7 @@ def test_pass_node_counts_on_a_fixed_graph():
         "pool_before_activation": 4,
         "fold_pads_into_convs": 4,
         "fuse_conv_max_pool": 4,
+        "group_casts": 4,
         "dce": 2,  # exp, add
     }, counts
 

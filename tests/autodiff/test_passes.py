@@ -236,6 +236,58 @@ def test_simplify_drops_a_cast_back_from_an_exact_widening_only():
     np.testing.assert_array_equal(np.asarray(got[3]), data.astype("int32").astype("float32"))
 
 
+def test_group_casts_joins_casts_of_one_kind_but_never_across_an_effect():
+    from keratron.ops import elementwise
+
+    cast = elementwise.cast_p.bind
+    start = np.array([1.5, -2.25, 3.0], "float32")
+    v = kt.Variable(start)
+
+    def f(x):
+        before = cast(v, dtype=torch.bfloat16)  # v as the call finds it
+        xs = cast(x, dtype=torch.bfloat16)
+        v.assign(ops.add(ops.multiply(v, 3.0), 0.001))
+        after = cast(v, dtype=torch.bfloat16)  # the assigned value
+        ys = cast(ops.exp(x), dtype=torch.bfloat16)
+        chain = cast(cast(x, dtype=torch.float16), dtype=torch.float32)  # a cast of a cast
+        return before, xs, after, ys, chain
+
+    def g(x, z):
+        # x's cast to float16 groups with q's where b first reads it; b, a cast of that cast,
+        # would otherwise group with z's cast, which is read first, and run before it.
+        a = cast(x, dtype=torch.float16)
+        e = ops.exp(cast(z, dtype=torch.float32))
+        q = cast(ops.negative(x), dtype=torch.float16)
+        b = cast(a, dtype=torch.float32)
+        return e, q, b
+
+    compiled = kt.function(f)
+    data = np.array([0.1, -2.7, 3.3], "float32")
+    got = [np.asarray(kt.ops.cast(t, "float32")) for t in compiled(data)]
+    bf16 = lambda a: torch.tensor(a).bfloat16().float().numpy()  # noqa: E731
+    new_v = (torch.tensor(start) * 3.0 + 0.001).numpy()
+    np.testing.assert_array_equal(got[0], bf16(start))
+    np.testing.assert_array_equal(got[1], bf16(data))
+    np.testing.assert_array_equal(got[2], bf16(new_v))
+    np.testing.assert_array_equal(got[3], bf16(np.exp(data)))
+    np.testing.assert_array_equal(got[4], torch.tensor(data).half().float().numpy())
+    np.testing.assert_array_equal(v.numpy(), new_v)
+
+    v.assign(start)
+    lines = compiled.get_concrete_graph(data).dump().splitlines()
+    groups = [k for k, line in enumerate(lines) if "cast_group(" in line]
+    (assign,) = [k for k, line in enumerate(lines) if "assign:" in line]
+    assert len(groups) == 2 and groups[0] < assign < groups[1], "\n".join(lines)
+    assert all(lines[k].count(", v") == 2 for k in groups), "\n".join(lines)  # two casts each
+    assert sum("= cast(" in line for line in lines) == 2  # the chain's two casts stay casts
+
+    z = np.array([0.5, 1.25, -3.0], "float16")
+    e, q, b = kt.function(g)(data, z)
+    np.testing.assert_allclose(np.asarray(e), np.exp(z.astype("float32")), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(q), (-data).astype("float16"))
+    np.testing.assert_array_equal(np.asarray(b), data.astype("float16").astype("float32"))
+
+
 def test_simplify_drops_sums_over_size_one_axes_only():
     def f(x):
         return (

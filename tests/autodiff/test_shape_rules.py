@@ -65,6 +65,9 @@ for shape in UNARY_SHAPES:
             _add(name, [(shape, dt)], covered=dt.is_floating_point)
         for to in (F32, F16, I32, I64, BOOL):
             _add("cast", [(shape, dt)], dict(dtype=to), covered=True)
+for to in (F16, F32, I32):
+    _add("cast_group", [((2, 3), F32), ((), F32), ((0, 4), F32)], dict(dtype=to), covered=True)
+    _add("cast_group", [((5,), I64)], dict(dtype=to), covered=True)
 for name in ("relu_grad", "relu6_grad"):
     for dt in (F32, F16, F64, I32):
         _add(name, [((2, 3), dt), ((2, 3), dt)], covered=dt.is_floating_point)

@@ -215,6 +215,43 @@ def test_mixed_bfloat16_compiled_matches_eager():
     np.testing.assert_allclose(results[0][1], results[1][1], atol=2e-2)
 
 
+def test_a_mixed_bfloat16_step_groups_its_casts_with_the_same_bits(monkeypatch):
+    # The compiled step casts the variables to bfloat16 and the gradients back in a few
+    # multi-tensor calls (`group_casts`; one launch each on CUDA); weights after three steps
+    # and predictions are those of the plan with one call per cast, bit for bit.
+    from keratron.autodiff import passes
+    from keratron.ops import elementwise
+
+    sizes = []
+    impl = elementwise.cast_group_p.impl
+
+    def counted(*xs, dtype):
+        sizes.append(len(xs))
+        return impl(*xs, dtype=dtype)
+
+    monkeypatch.setattr(elementwise.cast_group_p, "impl", counted)
+    MP.set_global_policy("mixed_bfloat16")
+    x, y = _data(24)
+    results = []
+    for grouped in (True, False):
+        if not grouped:
+            ungrouped = [p for p in passes.PASSES if p is not elementwise.group_casts]
+            monkeypatch.setattr(passes, "PASSES", ungrouped)
+        keratron.utils.set_random_seed(3)
+        keratron.backend.clear_session()
+        model = _model(keratron)
+        model.compile("adam", "sparse_categorical_crossentropy")
+        sizes.clear()
+        model.fit(x, y, epochs=1, batch_size=8, verbose=0, shuffle=False)
+        results.append((model.get_weights(), model.predict(x, verbose=0), list(sizes)))
+    (w1, p1, calls), (w2, p2, no_calls) = results
+    # 10 trainable variables: the largest group holds at least half their casts.
+    assert calls and max(calls) >= 5 and not no_calls, (calls, no_calls)
+    for a, b in zip(w1, w2):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(p1, p2)
+
+
 @pytest.mark.parametrize("run_eagerly", [False, True])
 def test_mixed_float16_wraps_optimizer_and_trains(run_eagerly):
     if not _half_kernels_on_cpu("float16"):
