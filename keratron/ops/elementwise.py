@@ -6,6 +6,7 @@ Each primitive is defined on adjacent lines: implementation (torch), VJP (keratr
 from __future__ import annotations
 
 import builtins
+import collections
 import math
 
 import torch
@@ -710,6 +711,31 @@ def _cast_group(*xs, dtype):
     return tuple(x.to(dtype) for x in xs)
 
 
+def _variables_read(graph) -> dict:
+    """{slot: the ids of the variables whose storage the slot may share}: a captured
+    variable's own, and through every primitive not known to make new buffers (a reshape or a
+    transpose may return a view), those of its inputs."""
+    reads = {s: frozenset((id(var),)) for s, var in graph.captures.items()}
+    none: frozenset = frozenset()
+    for n in graph.nodes:
+        if n.kind != "prim" or n.prim.fresh:
+            continue
+        shared = none.union(*(reads.get(s, none) for s in n.inputs if s is not None))
+        for s in n.outputs:
+            reads[s] = shared
+    return collections.defaultdict(frozenset, reads)
+
+
+def _writes_any(node, variables) -> bool:
+    """Whether an effect node may write one of `variables` (ids): an assignment writes its
+    variable, an opaque effect those it names; a primitive with an effect (a random draw) is
+    taken as writing any."""
+    if node.kind == "prim":
+        return True
+    written = node.var if node.kind == "effect" else (node.var,)
+    return any(id(v) in variables for v in written or ())
+
+
 # Made by the compiler only (`group_casts`), after differentiation: no VJP.
 cast_group_p = Primitive(
     "cast_group",
@@ -728,12 +754,12 @@ def group_casts(graph, outputs):
     the step's CUDA graph), and a group is one. The values are the casts' own, bit for bit.
 
     A cast may move later, up to its first reader, or earlier, down to its input's producer,
-    but never across a node with an effect (an assignment may change what a variable read
-    holds). In a function without effects, casts of variable-only values are grouped apart
-    from the rest, so its prelude still takes them. Of the casts of one kind, the one whose
-    window closes first fixes the point: every cast whose input is ready by then joins it
-    (the fewest groups). A cast of a cast's output stays where it is, so no group reads a
-    value made later.
+    but never across an effect that may write what its input holds (an assignment of the
+    variable it reads, or of one it may be a view of). In a function without effects, casts
+    of variable-only values are grouped apart from the rest, so its prelude still takes
+    them. Of the casts of one kind, the one whose window closes first fixes the point: every
+    cast whose input is ready by then joins it (the fewest groups). A cast of a cast's
+    output stays where it is, so no group reads a value made later.
     """
     nodes = graph.nodes
     made_at = {s: i for i, n in enumerate(nodes) for s in n.outputs}
@@ -745,11 +771,9 @@ def group_casts(graph, outputs):
     end = len(nodes)
     effects = [i for i, n in enumerate(nodes) if n.is_effect]
     fixed = passes.variable_only(graph)
+    reads = _variables_read(graph)
     windows: dict = {}  # kind -> [(latest point, earliest point, node index)]
-    prev_effect, e = -1, 0
     for i, n in enumerate(nodes):
-        while e < len(effects) and effects[e] < i:
-            prev_effect, e = effects[e], e + 1
         if n.kind != "prim" or n.prim is not cast_p:
             continue
         (src,) = n.inputs
@@ -757,9 +781,11 @@ def group_casts(graph, outputs):
         made_by = nodes[made_at[src]] if src in made_at else None
         if source == target or (made_by is not None and made_by.prim is cast_p):
             continue  # a cast of a cast stays: its input's cast may move
-        next_effect = effects[e] if e < len(effects) else end
-        latest = min(first_use.get(n.outputs[0], end), next_effect)
-        earliest = max(made_at.get(src, -1), prev_effect)
+        # The effects that may change what the input holds: writes of the variables it may
+        # be (a view of), and effects whose writes are unknown.
+        barriers = [k for k in effects if reads[src] and _writes_any(nodes[k], reads[src])]
+        latest = min([first_use.get(n.outputs[0], end)] + [k for k in barriers if k > i])
+        earliest = max([made_at.get(src, -1)] + [k for k in barriers if k < i])
         prelude = not effects and src in fixed
         windows.setdefault((source, target, prelude), []).append((latest, earliest, i))
     at: dict = {}  # node index -> the group nodes to run before it
