@@ -53,6 +53,11 @@ from keratron.triton_kernels._common import (
 __all__ = ["conv_route", "grad_input_route", "grad_filter_route", "aot_specs"]
 
 SPLIT_MIN_POSITIONS = 1024  # grad-filter: each split reduces over at least this many positions
+# The depthwise weight gradient's partials are (taps x channels) a split, not a GEMM tile's
+# rows x filters, so its splits can be shorter: at 1024 the cnn's first convolution (one input
+# channel, 32 filters, 86,528 positions at batch 128) ran as 84 programs on an H100's 132 SMs,
+# 70 us (bench/gpu_h100_2026-11-27.md); at 256 it gets the two programs per SM asked for.
+DEPTHWISE_SPLIT_MIN_POSITIONS = 256
 _INT32_MAX = 2**31 - 1
 
 
@@ -487,11 +492,12 @@ def _spatial_2d(op, nd, strides, padding, dilation):
     raise NotImplementedError(f"{op}: {nd}-D convolution (kernels cover 1-D and 2-D)")
 
 
-def _num_splits(positions: int, tiles: int, device: torch.device) -> int:
-    """How many programs share the grad-filter reduction: enough to fill the GPU."""
+def _num_splits(positions: int, tiles: int, device: torch.device, least=SPLIT_MIN_POSITIONS):
+    """How many programs share the grad-filter reduction: two programs per SM over all tiles,
+    each split reducing over at least `least` positions."""
     sms = multiprocessor_count(device)
     want = max(1, (2 * sms) // max(tiles, 1))
-    return max(1, min(want, positions // SPLIT_MIN_POSITIONS))
+    return max(1, min(want, positions // least))
 
 
 @functools.lru_cache(maxsize=128)
@@ -719,10 +725,10 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
     p = n * oh * ow
     rows = kh * kw * cg
     if cg == 1:
-        tiles = triton.cdiv(f, 64)
+        tiles, least = triton.cdiv(f, 64), DEPTHWISE_SPLIT_MIN_POSITIONS
     else:
-        tiles = triton.cdiv(rows, 64) * triton.cdiv(fg, 64) * groups
-    splits = _num_splits(p, tiles, g.device)
+        tiles, least = triton.cdiv(rows, 64) * triton.cdiv(fg, 64) * groups, SPLIT_MIN_POSITIONS
+    splits = _num_splits(p, tiles, g.device, least)
     chunk = max(1, triton.cdiv(p, splits))
     splits = max(1, triton.cdiv(p, chunk))
     if splits == 1:
