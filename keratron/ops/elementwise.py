@@ -748,8 +748,8 @@ cast_group_p = Primitive(
 
 
 def group_casts(graph, outputs):
-    """Casts between the same two dtypes that can run at one point of the plan become one
-    `cast_group` node there. A mixed-precision training step casts every variable to the
+    """Casts between the same two floating dtypes that can run at one point of the plan become
+    one `cast_group` node there. A mixed-precision training step casts every variable to the
     compute dtype and every gradient back: on CUDA each cast is a kernel launch (a node of
     the step's CUDA graph), and a group is one. The values are the casts' own, bit for bit.
 
@@ -778,8 +778,10 @@ def group_casts(graph, outputs):
             continue
         (src,) = n.inputs
         source, target = graph.avals[src][1], n.params["dtype"]
+        if source == target or not (source.is_floating_point and target.is_floating_point):
+            continue  # float to float only: what mixed precision casts
         made_by = nodes[made_at[src]] if src in made_at else None
-        if source == target or (made_by is not None and made_by.prim is cast_p):
+        if made_by is not None and made_by.prim is cast_p:
             continue  # a cast of a cast stays: its input's cast may move
         # The effects that may change what the input holds: writes of the variables it may
         # be (a view of), and effects whose writes are unknown.
