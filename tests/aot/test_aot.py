@@ -170,7 +170,9 @@ def test_bench_launches_mirror_the_launchers(monkeypatch):
     gpu = types.SimpleNamespace(multi_processor_count=aot.BENCH_SMS)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: gpu)
     split = conv2d._num_splits
-    monkeypatch.setattr(conv2d, "_num_splits", lambda p, t, d: split(p, t, torch.device("cuda")))
+    monkeypatch.setattr(
+        conv2d, "_num_splits", lambda p, t, d, *rule: split(p, t, torch.device("cuda"), *rule)
+    )
 
     tensor_types = {torch.float32: "fp32", torch.int64: "i64", torch.int32: "i32"}
 
