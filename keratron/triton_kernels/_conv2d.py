@@ -56,8 +56,11 @@ SPLIT_MIN_POSITIONS = 1024  # grad-filter: each split reduces over at least this
 # The depthwise weight gradient's partials are (taps x channels) a split, not a GEMM tile's
 # rows x filters, so its splits can be shorter: at 1024 the cnn's first convolution (one input
 # channel, 32 filters, 86,528 positions at batch 128) ran as 84 programs on an H100's 132 SMs,
-# 70 us (bench/gpu_h100_2026-11-27.md); at 256 it gets the two programs per SM asked for.
+# 70 us (bench/gpu_h100_2026-11-27.md); at 256, 338.
 DEPTHWISE_SPLIT_MIN_POSITIONS = 256
+# Its programs are small (a 16x32 tile on 4 warps at 70-72 registers: several fit an SM) and
+# their partials short (taps x channels), so it asks for eight programs a SM, not two.
+DEPTHWISE_PROGRAMS_PER_SM = 8
 _INT32_MAX = 2**31 - 1
 
 
@@ -331,6 +334,28 @@ def depthwise_grad_input_kernel(
 
 
 @triton.jit
+def _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, tap, H, W, sxh, sxw, SH, SW, PH, PW,
+                DH, DW, KW: tl.constexpr):  # fmt: skip
+    """The input each position of a tile reads through tap `tap`, in float32 (0 off the
+    image)."""
+    ih = oh * SH + (tap // KW) * DH - PH
+    iw = ow * SW + (tap % KW) * DW - PW
+    x_mask = p_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    xv = tl.load(
+        (x_row + ih * sxh + iw * sxw)[:, None] + x_chan[None, :],
+        mask=x_mask[:, None] & f_mask[None, :],
+        other=0.0,
+    )
+    return xv.to(tl.float32)
+
+
+@triton.jit
+def _tap_row(out, rows, acc, tap: tl.constexpr):
+    """`out` with row `tap` set to acc's sum over positions."""
+    return tl.where(rows[:, None] == tap, tl.sum(acc, axis=0)[None, :], out)
+
+
+@triton.jit
 def depthwise_grad_filter_kernel(
     x_ptr, g_ptr, out_ptr,
     N, H, W, C, OH, OW, F, MULT,
@@ -346,8 +371,11 @@ def depthwise_grad_filter_kernel(
 
     One pass over the positions serves every tap: each chunk of the output gradient is loaded
     once and multiplied by the input window of each tap in turn (neighbouring taps read
-    neighbouring input rows, mostly from cache), and each tap's chunk sum goes to its row of
-    a (taps x channels) accumulator."""
+    neighbouring input rows, mostly from cache). Up to 9 taps (3x3 and smaller), each tap
+    adds its products into its own (positions x channels) accumulator and the sums over
+    positions are taken once, after the loop: a sum across a tile's threads every iteration
+    (two bar.sync per tap on sm_90 with 4 warps) would dominate the loop. More taps sum each
+    chunk into their row of a (taps x channels) accumulator."""
     pid_c = tl.program_id(0)
     split = tl.program_id(1)
     P = N * OH * OW
@@ -358,7 +386,17 @@ def depthwise_grad_filter_kernel(
     rows = tl.arange(0, TAPS_P2)
     start = split * CHUNK
     end = tl.minimum(start + CHUNK, P)
+    TAPS: tl.constexpr = KH * KW
     acc = tl.zeros((TAPS_P2, BLOCK_C), dtype=tl.float32)
+    a0 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a1 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a2 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a3 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a4 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a5 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a6 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a7 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
+    a8 = tl.zeros((BLOCK_P, BLOCK_C), dtype=tl.float32)
     for p0 in range(start, end, BLOCK_P):
         offs_p = p0 + tl.arange(0, BLOCK_P)
         p_mask = offs_p < end
@@ -371,22 +409,62 @@ def depthwise_grad_filter_kernel(
             other=0.0,
         ).to(tl.float32)
         x_row = x_ptr + n * sxn
-        for tap in tl.static_range(KH * KW):
-            ih = oh * SH + (tap // KW) * DH - PH
-            iw = ow * SW + (tap % KW) * DW - PW
-            x_mask = p_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-            xv = tl.load(
-                (x_row + ih * sxh + iw * sxw)[:, None] + x_chan[None, :],
-                mask=x_mask[:, None] & f_mask[None, :],
-                other=0.0,
-            )
-            part = tl.sum(xv.to(tl.float32) * gv, axis=0)
-            acc += tl.where(rows[:, None] == tap, part[None, :], 0.0)
-    out_ptrs = out_ptr + (split * (KH * KW) + rows[:, None]) * F + offs_f[None, :]
+        if TAPS <= 9:
+            a0 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 0, H, W, sxh, sxw,
+                                   SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 1:
+                a1 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 1, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 2:
+                a2 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 2, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 3:
+                a3 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 3, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 4:
+                a4 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 4, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 5:
+                a5 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 5, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 6:
+                a6 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 6, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 7:
+                a7 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 7, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            if TAPS > 8:
+                a8 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 8, H, W, sxh,
+                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+        else:
+            for tap in tl.static_range(TAPS):
+                xv = _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, tap, H, W, sxh, sxw,
+                                 SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+                part = tl.sum(xv * gv, axis=0)
+                acc += tl.where(rows[:, None] == tap, part[None, :], 0.0)
+    if TAPS <= 9:
+        acc = _tap_row(acc, rows, a0, 0)
+        if TAPS > 1:
+            acc = _tap_row(acc, rows, a1, 1)
+        if TAPS > 2:
+            acc = _tap_row(acc, rows, a2, 2)
+        if TAPS > 3:
+            acc = _tap_row(acc, rows, a3, 3)
+        if TAPS > 4:
+            acc = _tap_row(acc, rows, a4, 4)
+        if TAPS > 5:
+            acc = _tap_row(acc, rows, a5, 5)
+        if TAPS > 6:
+            acc = _tap_row(acc, rows, a6, 6)
+        if TAPS > 7:
+            acc = _tap_row(acc, rows, a7, 7)
+        if TAPS > 8:
+            acc = _tap_row(acc, rows, a8, 8)
+    out_ptrs = out_ptr + (split * TAPS + rows[:, None]) * F + offs_f[None, :]
     tl.store(
         out_ptrs,
         acc.to(out_ptr.dtype.element_ty),
-        mask=(rows[:, None] < KH * KW) & f_mask[None, :],
+        mask=(rows[:, None] < TAPS) & f_mask[None, :],
     )
 
 
@@ -433,15 +511,19 @@ DEPTHWISE_CONFIGS = [
     _cfg(8, 2, BLOCK_P=32, BLOCK_C=128),
 ]
 
-# The depthwise weight gradient: the tap loop is unrolled, so a tile holds at most 8 elements
-# per thread and is not pipelined (16 per thread, or two stages of 8, reached 255 registers
-# and spilled 8-32 B a thread on sm_90 and sm_80 at 3x3 taps), except the first: 32x32 on 4
-# warps, two stages, within the register file.
+# The depthwise weight gradient keeps a (positions x channels) float32 accumulator per tap (up
+# to 3x3), so a thread holds 9 tiles' worth: 16x32 on 4 warps first (96-128 registers with any
+# strides on sm_80 and sm_90, 70-72 at MobileNet's shapes), then larger tiles for the
+# autotuner; 32x32 on 4 warps reaches 244-255 with any strides, without spills, and 32x64 on
+# 8 warps spilled at MobileNet's 112x112x32, so it is left out. Its loop has no sum across
+# threads (the sums over positions come once, after it): summing each tap's chunk every
+# iteration, as the kernel did, put 18 bar.sync in each iteration of the loop on sm_90.
 DEPTHWISE_GRAD_FILTER_CONFIGS = [
+    _cfg(4, 2, BLOCK_P=16, BLOCK_C=32),
     _cfg(4, 2, BLOCK_P=32, BLOCK_C=32),
-    _cfg(8, 1, BLOCK_P=64, BLOCK_C=32),
-    _cfg(8, 1, BLOCK_P=32, BLOCK_C=64),
     _cfg(4, 1, BLOCK_P=16, BLOCK_C=64),
+    _cfg(8, 2, BLOCK_P=32, BLOCK_C=32),
+    _cfg(2, 2, BLOCK_P=16, BLOCK_C=32),
 ]
 
 # Autotuning is redone for each new value of these (those a kernel takes) and each dtype.
@@ -492,11 +574,13 @@ def _spatial_2d(op, nd, strides, padding, dilation):
     raise NotImplementedError(f"{op}: {nd}-D convolution (kernels cover 1-D and 2-D)")
 
 
-def _num_splits(positions: int, tiles: int, device: torch.device, least=SPLIT_MIN_POSITIONS):
-    """How many programs share the grad-filter reduction: two programs per SM over all tiles,
-    each split reducing over at least `least` positions."""
+def _num_splits(
+    positions: int, tiles: int, device: torch.device, least=SPLIT_MIN_POSITIONS, per_sm=2
+) -> int:
+    """How many programs share the grad-filter reduction: `per_sm` programs per SM over all
+    tiles, each split reducing over at least `least` positions."""
     sms = multiprocessor_count(device)
-    want = max(1, (2 * sms) // max(tiles, 1))
+    want = max(1, (per_sm * sms) // max(tiles, 1))
     return max(1, min(want, positions // least))
 
 
@@ -725,10 +809,13 @@ def grad_filter_route(x, g, kernel_shape, strides, padding, dilation, groups):
     p = n * oh * ow
     rows = kh * kw * cg
     if cg == 1:
-        tiles, least = triton.cdiv(f, 64), DEPTHWISE_SPLIT_MIN_POSITIONS
+        tiles = triton.cdiv(f, 64)
+        splits = _num_splits(
+            p, tiles, g.device, DEPTHWISE_SPLIT_MIN_POSITIONS, DEPTHWISE_PROGRAMS_PER_SM
+        )
     else:
-        tiles, least = triton.cdiv(rows, 64) * triton.cdiv(fg, 64) * groups, SPLIT_MIN_POSITIONS
-    splits = _num_splits(p, tiles, g.device, least)
+        tiles = triton.cdiv(rows, 64) * triton.cdiv(fg, 64) * groups
+        splits = _num_splits(p, tiles, g.device)
     chunk = max(1, triton.cdiv(p, splits))
     splits = max(1, triton.cdiv(p, chunk))
     if splits == 1:

@@ -144,7 +144,7 @@ def forced_splits(monkeypatch, n: int) -> list:
     """Makes the grad-filter launcher split its reduction `n` ways (the kernel module's
     `_num_splits`, which the launcher reads; the public module only forwards names); returns
     the list that each grad-filter launch appends its SPLIT to."""
-    monkeypatch.setattr(KERNELS, "_num_splits", lambda positions, tiles, device, least=0: n)
+    monkeypatch.setattr(KERNELS, "_num_splits", lambda positions, tiles, device, *rule: n)
     seen = []
     for spec in (KERNELS.CONV_GRAD_FILTER, KERNELS.DEPTHWISE_GRAD_FILTER):
         original = spec.launch
@@ -171,10 +171,11 @@ def test_grad_filter_split_reduction(triton_backend, monkeypatch, groups):
     assert splits and set(splits) == {3}
 
 
-def test_grad_filter_splits_fill_the_gpu_twice_over():
-    # Recorded on meta tensors for a 132-SM GPU (no kernel runs): two programs per SM. A
-    # one-input-channel convolution (the depthwise kernel) splits its positions finer than the
-    # implicit GEMM, whose splits keep at least SPLIT_MIN_POSITIONS each.
+def test_grad_filter_splits_fill_the_gpu():
+    # Recorded on meta tensors for a 132-SM GPU (no kernel runs). The implicit GEMM asks for
+    # two programs per SM, each split over at least SPLIT_MIN_POSITIONS positions; the
+    # depthwise kernel (here a convolution of one input channel), whose programs are small,
+    # for eight, over at least DEPTHWISE_SPLIT_MIN_POSITIONS.
     from keratron.triton_kernels._common import record_launches
 
     def meta(*shape):
@@ -189,10 +190,10 @@ def test_grad_filter_splits_fill_the_gpu_twice_over():
         ((kernel, args, _),) = launches
         return kernel.name, dict(zip(kernel.arg_names, args))["SPLIT"]
 
-    # The cnn's first convolution at batch 128: 86,528 positions, 32 filters, one tile.
-    assert splits(128, 28, 1, 32) == ("depthwise_grad_filter_kernel", 264)
-    # 128 x 6 x 6 = 4,608 positions: 18 splits of 256, not 4 of 1,024.
-    assert splits(128, 8, 1, 32) == ("depthwise_grad_filter_kernel", 18)
+    # The cnn's first convolution at batch 128: 86,528 positions, 338 splits of 256 (1,056
+    # wanted); at batch 512, the 1,056.
+    assert splits(128, 28, 1, 32) == ("depthwise_grad_filter_kernel", 338)
+    assert splits(512, 28, 1, 32) == ("depthwise_grad_filter_kernel", 1056)
     # Its second: 73,728 positions over 5 tiles of 64 (288 rows) by 1: 52 splits (2 * 132 / 5).
     assert splits(128, 26, 32, 64) == ("conv_grad_filter_kernel", 52)
     # A small implicit GEMM keeps 1,024 positions a split: 4,608 positions, 4 splits.
