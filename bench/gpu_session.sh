@@ -4,7 +4,7 @@
 # (bench/gpu_tests.sh); fit throughput against the PyTorch eager loop, float32 and bfloat16,
 # then torch.compile(mode="reduce-overhead") on mlp and cnn (bench/gpu_fit.py); the host time
 # per Triton launch, end to end with its profile and with the CPU stand-in
-# (bench/launch_overhead.py); where the lstm step and the bfloat16 MobileNet step spend their
+# (bench/launch_overhead.py); where the lstm step and the bfloat16 cnn step spend their
 # time (bench/gpu_profile.py); the kernel timings against torch (bench/kernels_gpu.py:
 # float32 with TF32 dots on both sides, bfloat16, and an LSTM layer against cuDNN's nn.LSTM).
 #
@@ -52,13 +52,15 @@ KERATRON_TRITON_PIN=1 timeout ${T_LAUNCH:-20} python3 bench/launch_overhead.py -
 echo "launch overhead rc=$?"
 KERATRON_TRITON_PIN=1 timeout 15 python3 bench/launch_overhead.py --device cpu >>"$L" 2>&1
 echo "launch overhead (stand-in) rc=$?"; grep -v Warn "$L"
-# Where the time goes: lstm (behind its target), MobileNet training under mixed_bfloat16.
+# Where the time goes in the two steps behind their targets: lstm, and the cnn under
+# mixed_bfloat16 (its casts grouped, its first convolution's weight gradient on the depthwise
+# kernel).
 if [ "${T_PROFILE:-50}" -gt 0 ]; then
     timeout $((${T_PROFILE:-50} / 2)) python3 bench/gpu_profile.py --workloads lstm >>"$F" 2>&1
     echo "profile lstm rc=$?"
-    timeout $((${T_PROFILE:-50} / 2)) python3 bench/gpu_profile.py --workloads mobilenet-train \
+    timeout $((${T_PROFILE:-50} / 2)) python3 bench/gpu_profile.py --workloads cnn \
         --policy mixed_bfloat16 >>"$F" 2>&1
-    echo "profile mobilenet bf16 rc=$?"; sed -n '/^lstm (float32): /,$p' "$F" | head -60
+    echo "profile cnn bf16 rc=$?"; sed -n '/^lstm (float32): /,$p' "$F" | head -60
 fi
 K="$OUT/kernels.log"
 : >"$K"
