@@ -332,11 +332,24 @@ def test_random_interleaving_with_loss_scaling_and_a_schedule_matches_eager(devi
         _interleave(seed=11, steps=14, tmp_path=tmp_path, optimizer=optimizer)
 
 
-def test_random_interleaving_with_batch_norm_under_mixed_bfloat16_matches_eager(tmp_path):
+def test_random_interleaving_with_batch_norm_under_mixed_bfloat16_matches_eager(
+    tmp_path, monkeypatch
+):
     # In bfloat16 the batch norm's training step runs torch's kernels on the half batch, and
     # in inference its per-channel factors (computed from the weights in the plan's prelude)
     # fold into the convolution before it: after every weight write the compiled model must
-    # follow. Tolerances are bfloat16's (a stale prelude moves outputs by ~10%).
+    # follow. The plans cast the variables in groups (`group_casts`), the inference ones in
+    # the prelude. Tolerances are bfloat16's (a stale prelude moves outputs by ~10%).
+    from keratron.ops import elementwise
+
+    groups = []
+    impl = elementwise.cast_group_p.impl
+
+    def counted(*xs, dtype):
+        groups.append(len(xs))
+        return impl(*xs, dtype=dtype)
+
+    monkeypatch.setattr(elementwise.cast_group_p, "impl", counted)
     kt.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         _interleave(
@@ -349,6 +362,7 @@ def test_random_interleaving_with_batch_norm_under_mixed_bfloat16_matches_eager(
         )
     finally:
         kt.mixed_precision.set_global_policy(None)
+    assert groups and max(groups) >= 2  # the compiled plans ran grouped casts
 
 
 def test_random_interleaving_with_predict_batches_on_threads_matches_eager(tmp_path, monkeypatch):
