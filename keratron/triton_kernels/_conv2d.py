@@ -58,7 +58,7 @@ SPLIT_MIN_POSITIONS = 1024  # grad-filter: each split reduces over at least this
 # channel, 32 filters, 86,528 positions at batch 128) ran as 84 programs on an H100's 132 SMs,
 # 70 us (bench/gpu_h100_2026-11-27.md); at 256, 338.
 DEPTHWISE_SPLIT_MIN_POSITIONS = 256
-# Its programs are small (a 16x32 tile on 4 warps at 70-72 registers: several fit an SM) and
+# Its programs are small (a 16x32 tile on 4 warps at 72 registers: several fit an SM) and
 # their partials short (taps x channels), so it asks for eight programs a SM, not two.
 DEPTHWISE_PROGRAMS_PER_SM = 8
 _INT32_MAX = 2**31 - 1
@@ -334,25 +334,35 @@ def depthwise_grad_input_kernel(
 
 
 @triton.jit
-def _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, tap, H, W, sxh, sxw, SH, SW, PH, PW,
-                DH, DW, KW: tl.constexpr):  # fmt: skip
-    """The input each position of a tile reads through tap `tap`, in float32 (0 off the
-    image)."""
-    ih = oh * SH + (tap // KW) * DH - PH
-    iw = ow * SW + (tap % KW) * DW - PW
-    x_mask = p_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-    xv = tl.load(
-        (x_row + ih * sxh + iw * sxw)[:, None] + x_chan[None, :],
-        mask=x_mask[:, None] & f_mask[None, :],
-        other=0.0,
-    )
+def _tap_window(x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, tap: tl.constexpr,
+                KW: tl.constexpr):  # fmt: skip
+    """The input each (position, channel) of a tile reads through tap `tap`, in float32 (0 off
+    the image): `x_tile` points at the tile's image rows and channels, (ih0, iw0) is each
+    position's window corner."""
+    ih = ih0 + (tap // KW) * DH
+    iw = iw0 + (tap % KW) * DW
+    inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    xv = tl.load(x_tile + (ih * sxh + iw * sxw)[:, None], mask=mask & inside[:, None], other=0.0)
     return xv.to(tl.float32)
 
 
 @triton.jit
-def _tap_row(out, rows, acc, tap: tl.constexpr):
-    """`out` with row `tap` set to acc's sum over positions."""
-    return tl.where(rows[:, None] == tap, tl.sum(acc, axis=0)[None, :], out)
+def _tap_add(a, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, tap: tl.constexpr,
+             TAPS: tl.constexpr, KW: tl.constexpr):  # fmt: skip
+    """Accumulator `a` of tap `tap` plus this tile's products; unchanged past the kernel's
+    TAPS."""
+    if tap < TAPS:
+        a += gv * _tap_window(x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, tap, KW)
+    return a
+
+
+@triton.jit
+def _tap_row(out, rows, a, tap: tl.constexpr, TAPS: tl.constexpr):
+    """`out` with row `tap` set to accumulator `a`'s sum over positions (`out` itself past
+    TAPS)."""
+    if tap < TAPS:
+        out = tl.where(rows[:, None] == tap, tl.sum(a, axis=0)[None, :], out)
+    return out
 
 
 @triton.jit
@@ -403,63 +413,40 @@ def depthwise_grad_filter_kernel(
         ow = offs_p % OW
         oh = (offs_p // OW) % OH
         n = offs_p // (OW * OH)
+        mask = p_mask[:, None] & f_mask[None, :]
         gv = tl.load(
             (g_ptr + n * sgn + oh * sgh + ow * sgw)[:, None] + g_chan[None, :],
-            mask=p_mask[:, None] & f_mask[None, :],
+            mask=mask,
             other=0.0,
         ).to(tl.float32)
-        x_row = x_ptr + n * sxn
+        x_tile = (x_ptr + n * sxn)[:, None] + x_chan[None, :]
+        ih0 = oh * SH - PH
+        iw0 = ow * SW - PW
         if TAPS <= 9:
-            a0 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 0, H, W, sxh, sxw,
-                                   SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 1:
-                a1 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 1, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 2:
-                a2 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 2, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 3:
-                a3 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 3, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 4:
-                a4 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 4, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 5:
-                a5 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 5, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 6:
-                a6 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 6, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 7:
-                a7 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 7, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
-            if TAPS > 8:
-                a8 += gv * _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, 8, H, W, sxh,
-                                       sxw, SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+            a0 = _tap_add(a0, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 0, TAPS, KW)
+            a1 = _tap_add(a1, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 1, TAPS, KW)
+            a2 = _tap_add(a2, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 2, TAPS, KW)
+            a3 = _tap_add(a3, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 3, TAPS, KW)
+            a4 = _tap_add(a4, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 4, TAPS, KW)
+            a5 = _tap_add(a5, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 5, TAPS, KW)
+            a6 = _tap_add(a6, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 6, TAPS, KW)
+            a7 = _tap_add(a7, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 7, TAPS, KW)
+            a8 = _tap_add(a8, gv, x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, 8, TAPS, KW)
         else:
             for tap in tl.static_range(TAPS):
-                xv = _tap_window(x_row, x_chan, oh, ow, p_mask, f_mask, tap, H, W, sxh, sxw,
-                                 SH, SW, PH, PW, DH, DW, KW)  # fmt: skip
+                xv = _tap_window(x_tile, mask, ih0, iw0, H, W, sxh, sxw, DH, DW, tap, KW)
                 part = tl.sum(xv * gv, axis=0)
                 acc += tl.where(rows[:, None] == tap, part[None, :], 0.0)
     if TAPS <= 9:
-        acc = _tap_row(acc, rows, a0, 0)
-        if TAPS > 1:
-            acc = _tap_row(acc, rows, a1, 1)
-        if TAPS > 2:
-            acc = _tap_row(acc, rows, a2, 2)
-        if TAPS > 3:
-            acc = _tap_row(acc, rows, a3, 3)
-        if TAPS > 4:
-            acc = _tap_row(acc, rows, a4, 4)
-        if TAPS > 5:
-            acc = _tap_row(acc, rows, a5, 5)
-        if TAPS > 6:
-            acc = _tap_row(acc, rows, a6, 6)
-        if TAPS > 7:
-            acc = _tap_row(acc, rows, a7, 7)
-        if TAPS > 8:
-            acc = _tap_row(acc, rows, a8, 8)
+        acc = _tap_row(acc, rows, a0, 0, TAPS)
+        acc = _tap_row(acc, rows, a1, 1, TAPS)
+        acc = _tap_row(acc, rows, a2, 2, TAPS)
+        acc = _tap_row(acc, rows, a3, 3, TAPS)
+        acc = _tap_row(acc, rows, a4, 4, TAPS)
+        acc = _tap_row(acc, rows, a5, 5, TAPS)
+        acc = _tap_row(acc, rows, a6, 6, TAPS)
+        acc = _tap_row(acc, rows, a7, 7, TAPS)
+        acc = _tap_row(acc, rows, a8, 8, TAPS)
     out_ptrs = out_ptr + (split * TAPS + rows[:, None]) * F + offs_f[None, :]
     tl.store(
         out_ptrs,
@@ -512,9 +499,9 @@ DEPTHWISE_CONFIGS = [
 ]
 
 # The depthwise weight gradient keeps a (positions x channels) float32 accumulator per tap (up
-# to 3x3), so a thread holds 9 tiles' worth: 16x32 on 4 warps first (96-128 registers with any
-# strides on sm_80 and sm_90, 70-72 at MobileNet's shapes), then larger tiles for the
-# autotuner; 32x32 on 4 warps reaches 244-255 with any strides, without spills, and 32x64 on
+# to 3x3), so a thread holds 9 tiles' worth: 16x32 on 4 warps first (115-125 registers with any
+# strides on sm_80 and sm_90, 72 at MobileNet's shapes), then larger tiles for the
+# autotuner; 32x32 on 4 warps reaches 242-250 with any strides, without spills, and 32x64 on
 # 8 warps spilled at MobileNet's 112x112x32, so it is left out. Its loop has no sum across
 # threads (the sums over positions come once, after it): summing each tap's chunk every
 # iteration, as the kernel did, put 18 bar.sync in each iteration of the loop on sm_90.
