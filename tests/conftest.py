@@ -92,3 +92,19 @@ def require(module_name):
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"{module_name} is not installed")
+
+
+def group_sizes(monkeypatch) -> list:
+    """The list that each `cast_group` call made by a plan compiled from now on appends its
+    tensor count to (plans bind the primitive's implementation when they compile)."""
+    from keratron.ops import elementwise
+
+    sizes = []
+    impl = elementwise.cast_group_p.impl
+
+    def counted(*xs, dtype):
+        sizes.append(len(xs))
+        return impl(*xs, dtype=dtype)
+
+    monkeypatch.setattr(elementwise.cast_group_p, "impl", counted)
+    return sizes

@@ -221,15 +221,9 @@ def test_a_mixed_bfloat16_step_groups_its_casts_with_the_same_bits(monkeypatch):
     # and predictions are those of the plan with one call per cast, bit for bit.
     from keratron.autodiff import passes
     from keratron.ops import elementwise
+    from tests.conftest import group_sizes
 
-    sizes = []
-    impl = elementwise.cast_group_p.impl
-
-    def counted(*xs, dtype):
-        sizes.append(len(xs))
-        return impl(*xs, dtype=dtype)
-
-    monkeypatch.setattr(elementwise.cast_group_p, "impl", counted)
+    sizes = group_sizes(monkeypatch)
     MP.set_global_policy("mixed_bfloat16")
     x, y = _data(24)
     results = []

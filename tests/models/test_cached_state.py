@@ -340,16 +340,9 @@ def test_random_interleaving_with_batch_norm_under_mixed_bfloat16_matches_eager(
     # fold into the convolution before it: after every weight write the compiled model must
     # follow. The plans cast the variables in groups (`group_casts`), the inference ones in
     # the prelude. Tolerances are bfloat16's (a stale prelude moves outputs by ~10%).
-    from keratron.ops import elementwise
+    from tests.conftest import group_sizes
 
-    groups = []
-    impl = elementwise.cast_group_p.impl
-
-    def counted(*xs, dtype):
-        groups.append(len(xs))
-        return impl(*xs, dtype=dtype)
-
-    monkeypatch.setattr(elementwise.cast_group_p, "impl", counted)
+    groups = group_sizes(monkeypatch)
     kt.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         _interleave(
