@@ -9,7 +9,7 @@ import pytest
 
 import keratron
 from keratron import layers
-from tests.conftest import require
+from tests.conftest import group_sizes, require
 
 MP = keratron.mixed_precision
 
@@ -221,7 +221,6 @@ def test_a_mixed_bfloat16_step_groups_its_casts_with_the_same_bits(monkeypatch):
     # and predictions are those of the plan with one call per cast, bit for bit.
     from keratron.autodiff import passes
     from keratron.ops import elementwise
-    from tests.conftest import group_sizes
 
     sizes = group_sizes(monkeypatch)
     MP.set_global_policy("mixed_bfloat16")
