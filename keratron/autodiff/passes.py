@@ -407,8 +407,8 @@ def register_pass(fn: Callable, stage: str = "optimize") -> Callable:
     """
     if stage in ("optimize", "late"):
         if fn not in PASSES:
-            late = [p for p in PASSES if p in LATE_PASSES]
-            PASSES.insert(PASSES.index(dce if stage == "late" or not late else late[0]), fn)
+            before = dce if stage == "late" or not LATE_PASSES else LATE_PASSES[0]
+            PASSES.insert(PASSES.index(before), fn)
             if stage == "late":
                 LATE_PASSES.append(fn)
     elif stage == "prelude":

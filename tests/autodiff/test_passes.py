@@ -420,3 +420,24 @@ def _check_the_cpu_route_in_a_plan():
         assert passes._kernel_call(node).__name__ == "call"
     finally:
         del PRIMITIVES["test_routed_scale"]
+
+
+def test_an_optimize_pass_registered_late_still_runs_before_the_late_passes(monkeypatch):
+    from keratron.ops import elementwise
+
+    monkeypatch.setattr(passes, "PASSES", list(passes.PASSES))
+    monkeypatch.setattr(passes, "LATE_PASSES", list(passes.LATE_PASSES))
+
+    def rewrite(graph, outputs):
+        return outputs
+
+    def late_rewrite(graph, outputs):
+        return outputs
+
+    passes.register_pass(rewrite)
+    passes.register_pass(late_rewrite, stage="late")
+    names = [p.__name__ for p in passes.PASSES]
+    assert names[-4:] == ["rewrite", "group_casts", "late_rewrite", "dce"]
+    assert passes.LATE_PASSES == [elementwise.group_casts, late_rewrite]
+    with pytest.raises(ValueError, match="'optimize', 'late' or 'prelude'"):
+        passes.register_pass(rewrite, stage="early")
