@@ -163,9 +163,10 @@ def _conv_model():
 
 
 def test_predict_beside_busy_processes_runs_whole_batches_on_threads(monkeypatch, two_threads):
-    """Where other processes hold cores, predict's batches go to two threads that each take
-    the next batch (on one intra-op thread each): the outputs are the serial ones, in order,
-    the progress bar sees every batch in order, and torch's count is restored."""
+    """Where other processes hold cores, predict's batches go to four threads (twice the
+    caller's two) that each take the next batch (on one intra-op thread each): the outputs are
+    the serial ones, in order, the progress bar sees every batch in order, and torch's count
+    is restored."""
     model = _conv_model()
     x = np.random.default_rng(0).standard_normal((70, 12, 12, 3)).astype("float32")
     quiet = model.predict(x, batch_size=8, verbose=0)
@@ -176,11 +177,32 @@ def test_predict_beside_busy_processes_runs_whole_batches_on_threads(monkeypatch
     monkeypatch.setattr(
         progress, "on_predict_batch_end", lambda batch, logs=None: seen.append(batch)
     )
+    maps = []
+    ordered_map = threads.ordered_map
+    monkeypatch.setattr(
+        threads,
+        "ordered_map",
+        lambda fn, items, workers: maps.append(workers) or ordered_map(fn, items, workers),
+    )
     busy = model.predict(x, batch_size=8, verbose=0, callbacks=[progress])
     np.testing.assert_allclose(busy, quiet, rtol=1e-6, atol=1e-7)
+    assert maps == [4]  # twice the caller's two threads
     assert len(ran) == 9 and all(name.startswith("keratron-batch") for name in ran)
     assert seen == list(range(9))
     assert torch.get_num_threads() == 2 and threads.batch_workers() == 1
+
+
+def test_batch_workers_are_twice_the_callers_count_only_where_it_was_lowered(
+    monkeypatch, two_threads
+):
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    assert threads.batch_workers() == 1
+    with threads.matched_to_free_cores():
+        assert torch.get_num_threads() == 1 and threads.batch_workers() == 4
+    assert threads.batch_workers() == 1
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 2)
+    with threads.matched_to_free_cores():
+        assert torch.get_num_threads() == 2 and threads.batch_workers() == 1
 
 
 def test_predict_keeps_one_thread_of_batches_with_a_batch_callback_or_a_quiet_machine(
