@@ -265,9 +265,14 @@ def _plain_layout(t: torch.Tensor) -> bool:
     return t.is_contiguous() or t.t().is_contiguous()
 
 
-def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> bool:
-    """Whether `cpu_gemm(x, w, b)` runs on oneDNN: two float32 CPU matrices (b a vector of
-    w's columns, or None) of a size where oneDNN's inner product is the faster."""
+def onednn_gemm(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
+) -> bool:
+    """Whether `cpu_gemm(x, w, b, keepable)` runs on oneDNN: two float32 CPU matrices (b a
+    vector of w's columns, or None) of a size where oneDNN's inner product is the faster.
+    `keepable`: whether a kept buffer may take BLAS's product of KEPT_PRODUCT_ELEMENTS or
+    more (a compiled plan's matmul, `_matmul_into`); where none can (a convolution's weight
+    gradient), a large transposed product runs on oneDNN too."""
     if _onednn_linear is None or x.dim() != 2 or w.dim() != 2:
         return False
     m, k = x.shape
@@ -284,7 +289,7 @@ def onednn_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> boo
         least = (
             ONEDNN_GEMM_MACS_TRANSPOSED_SLOW_BLAS if blas_is_slow() else ONEDNN_GEMM_MACS_TRANSPOSED
         )
-        return macs >= least and m * n < KEPT_PRODUCT_ELEMENTS
+        return macs >= least and (m * n < KEPT_PRODUCT_ELEMENTS or not keepable)
     return macs >= ONEDNN_GEMM_MACS or n < NARROW_COLUMNS
 
 
@@ -307,11 +312,13 @@ def onednn_bias(b: torch.Tensor | None) -> torch.Tensor | None:
     return b if b is None else b.contiguous()
 
 
-def cpu_gemm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+def cpu_gemm(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
+) -> torch.Tensor:
     """`x @ w (+ b)` for CPU matrices: oneDNN's inner product where `onednn_gemm` says it is
     faster, else torch's BLAS GEMM. Activations are left to the caller (`epilogue.apply`):
     oneDNN's fused relu maps NaN to 0, where the epilogue's NaN policy keeps NaN."""
-    if onednn_gemm(x, w, b):
+    if onednn_gemm(x, w, b, keepable):
         # oneDNN's weight is (out_features, in_features): w.T, a view.
         return _onednn_linear(x, w.t(), onednn_bias(b), "none", [], "")
     if narrow_transposed(x, w, b):

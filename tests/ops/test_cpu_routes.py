@@ -350,6 +350,28 @@ def test_pointwise_weight_gradient_matches_float64(xs, cout, how, slow, monkeypa
     np.testing.assert_allclose(got[0, 0], want, rtol=0, atol=1e-4 * np.abs(want).max())
 
 
+def test_a_large_pointwise_weight_gradient_runs_on_the_inner_product(monkeypatch):
+    # MobileNet's last pointwise gradient at batch 8 has a 1024x1024 product: a matmul keeps
+    # one that size on BLAS (for its kept buffer), but nothing keeps a weight gradient's.
+    monkeypatch.setattr(convolution, "blas_is_slow", lambda: True)
+    monkeypatch.setattr(linalg, "blas_is_slow", lambda: True)
+    calls = []
+    real = linalg._onednn_linear
+    monkeypatch.setattr(linalg, "_onednn_linear", lambda *a: calls.append(1) or real(*a))
+    x = RNG.standard_normal((2, 7, 7, 1024)).astype("float32")
+    g = RNG.standard_normal((2, 7, 7, 1024)).astype("float32")
+    assert not linalg.onednn_gemm(
+        torch.from_numpy(x).reshape(-1, 1024).t(), torch.from_numpy(g).reshape(-1, 1024), None
+    )
+    kernel_shape = (1, 1, 1024, 1024)
+    got = np.asarray(
+        _grad_filter(keratron.convert_to_tensor(x), keratron.convert_to_tensor(g), kernel_shape)
+    )
+    assert calls == [1]
+    want = np.tensordot(x.astype("float64"), g.astype("float64"), axes=([0, 1, 2], [0, 1, 2]))
+    np.testing.assert_allclose(got[0, 0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("padding", [((1, 1), (1, 1)), ((0, 0), (0, 0))], ids=["same", "valid"])
 @pytest.mark.parametrize("compiled", [False, True])
 def test_depthwise_input_gradient_is_a_full_convolution(padding, compiled):
