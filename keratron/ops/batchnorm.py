@@ -65,24 +65,33 @@ def _normalize_native(xl, scale, offset, epsilon):
 _CHUNK_BYTES = 1 << 21
 
 
-def _sum_of_squares(c2):
-    """Per-channel sum of squares of the (M, C) `c2`, by chunks of rows through one small
-    scratch (as accurate as one full-size square and sum: the same per-chunk reduction)."""
-    rows, channels = c2.shape
-    step = max(1, min(rows, _CHUNK_BYTES // (channels * c2.element_size())))
-    total = c2.new_zeros(channels)
-    scratch = c2.new_empty((step, channels))
+def _squared_deviations(x2, mean):
+    """Per-channel sum of (x - mean)**2 over the rows of the (M, C) `x2`, by chunks of rows
+    through one small scratch (as accurate as one full-size deviation tensor: the same
+    per-chunk reduction)."""
+    rows, channels = x2.shape
+    step = max(1, min(rows, _CHUNK_BYTES // (channels * x2.element_size())))
+    total = x2.new_zeros(channels)
+    scratch = x2.new_empty((step, channels))
     for start in range(0, rows, step):
-        part = c2[start : start + step]
-        total += torch.square(part, out=scratch[: part.shape[0]]).sum(0)
+        part = x2[start : start + step]
+        total += torch.sub(part, mean, out=scratch[: part.shape[0]]).square_().sum(0)
     return total
+
+
+def _as_channels_last_batch(t2):
+    """The (M, C) matrix `t2` as a (1, C, 1, M) batch with channels-last strides (a view)."""
+    return t2.view(1, 1, *t2.shape).movedim(-1, 1)
 
 
 def _normalize_by_sums(xl, scale, offset, epsilon, out=None):
     """Channels-last `xl`: the mean by a sum, the variance by a sum of squared deviations
-    (two-pass, as accurate as `var_mean`), the deviations written to `out` (an (M, C) buffer,
-    or a new tensor) and scaled in place (CPU). On the 32x56x56x128 batch, with `out` a kept
-    buffer: 7.4 ms against 35 ms for a fresh deviation tensor and a full-size square."""
+    (two-pass, as accurate as `var_mean`; the deviations by cache-sized chunks), then torch's
+    inference kernel with these statistics writes `x * a + b` (a = scale / sqrt(var + epsilon),
+    b = offset - mean * a: Keras's own arithmetic, as `tf.nn.batch_normalization`) into `out`
+    (an (M, C) buffer) or a new tensor, in one pass over x (CPU). On MobileNet's 8x112x112x64
+    batch with `out` a kept buffer: 2.2 ms against 2.9 for the deviations written to `out`
+    and scaled there in place, three passes more."""
     channels = xl.shape[-1]
     if channels == 0:
         empty = xl.new_empty((0,))
@@ -90,15 +99,20 @@ def _normalize_by_sums(xl, scale, offset, epsilon, out=None):
     x2 = xl.reshape(-1, channels)
     count = x2.shape[0]
     mean = x2.sum(0).div_(count)
-    centered = torch.sub(x2, mean, out=out)
-    var = _sum_of_squares(centered).div_(count)
-    k = torch.rsqrt(var + epsilon)
-    if scale is not None:
-        k = k * scale
-    y = centered.mul_(k)
-    if offset is not None:
-        y = y.add_(offset)
-    return y.view(xl.shape), mean, var
+    var = _squared_deviations(x2, mean).div_(count)
+    if count == 0:  # NaN statistics, as var_mean's; nothing to normalize
+        return x2.new_empty(xl.shape) if out is None else out.view(xl.shape), mean, var
+    args = (_as_channels_last_batch(x2), scale, offset, mean, var, False, 0.0, epsilon)
+    if out is None:
+        y = torch.ops.aten.native_batch_norm(*args)[0].movedim(1, -1)
+    else:
+        empty = x2.new_empty((0,))
+        y = _as_channels_last_batch(out)
+        torch.ops.aten.native_batch_norm.out(
+            *args, out=y, save_mean=empty, save_invstd=empty.clone()
+        )
+        y = out
+    return y.reshape(xl.shape), mean, var
 
 
 _HALF = (torch.float16, torch.bfloat16)
