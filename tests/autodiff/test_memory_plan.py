@@ -22,6 +22,23 @@ def test_kept_buffers_give_the_eager_values_on_every_call():
     assert f.get_concrete_graph(x, w).kept_buffers
 
 
+def test_a_kept_pad_fills_every_side_of_its_border():
+    # The writer fills only the border (x overwrites the rest): uneven widths on every axis
+    # and a non-zero value, which fresh (zeroed) pages would not hide.
+    widths = ((1, 0), (0, 2), (3, 1), (0, 1))
+
+    def padded(x):
+        return ops.multiply(ops.pad(x, widths, constant_values=2.5), 2.0)  # exact
+
+    f = keratron.function(padded)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        x = rng.uniform(0.0, 1.0, (16, 40, 40, 24)).astype("float32")
+        want = np.pad(x, widths, constant_values=2.5) * 2.0
+        assert np.array_equal(np.asarray(f(x)), want)
+    assert f.get_concrete_graph(x).kept_buffers
+
+
 def test_a_fetched_view_of_a_kept_buffer_is_not_overwritten_by_the_next_call():
     def pooled(x):
         return ops.reshape(ops.max_pool(x, 2), (-1,))
