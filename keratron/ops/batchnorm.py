@@ -6,10 +6,12 @@ normalized with the batch statistics of every axis but `axis`, and those statist
 population variance). Composed from those ops, the backward pass reads and writes the whole
 activation tensor about eight times (the products' cotangents, two reductions, the moments'
 cotangent); as the primitive `batch_norm_grad` it is torch's batch-norm backward kernel, one
-pass for both per-channel reductions and one for dx. The forward computes the statistics with
-sums on CPU, where `torch.var_mean` over the leading axes of a channels-last tensor runs a
-scalar loop (41 ms against 20 ms for sum, subtract, square and sum on a 32x56x56x128 float32
-tensor, at the same accuracy), and with torch's batch-norm forward kernel on CUDA.
+pass for both per-channel reductions and one for dx (on the CPU, from 4 MiB on, that kernel
+for the reductions and dx by chunks, into a compiled plan's kept buffer). The forward
+computes the statistics with sums on CPU, where `torch.var_mean` over the leading axes of a
+channels-last tensor runs a scalar loop (41 ms against 20 ms for sum, subtract, square and sum
+on a 32x56x56x128 float32 tensor, at the same accuracy), then y with torch's inference
+kernel; on CUDA, with torch's batch-norm forward kernel.
 
 A float16 or bfloat16 `x` is normalized by torch's batch-norm kernels on every device, which
 compute in float32 and round y once (the values Keras's layer gets by casting to float32 and
@@ -279,7 +281,7 @@ def _bn_grad_cpu(gy, x, scale, mean, var, axis, epsilon):
 
 
 def _grad_by_chunks_kept(params, avals) -> bool:
-    (gy_shape, gy_dtype), (shape, dtype) = avals[0], avals[1]
+    (_, gy_dtype), (shape, dtype) = avals[0], avals[1]
     return (
         params["axis"] == len(shape) - 1
         and dtype == torch.float32
@@ -304,10 +306,7 @@ def _channels_last(params, avals) -> bool:
 
 @memory_plan.keeps_output(batch_norm_p, _channels_last)
 def _batch_norm_into(buffers, out_avals, x, scale, offset, axis, epsilon):
-    # What `_bn_impl` computes on CPU, y written into the plan's kept buffer. (The backward
-    # stays on torch's kernel, which allocates dx: a chunked backward writing dx into a kept
-    # buffer was faster alone at 32-49 MB, 7-11 ms against 14-21, but slowed MobileNet
-    # training, 197-200 against 215-218 images/s.)
+    # What `_bn_impl` computes on CPU, y written into the plan's kept buffer.
     if not x.is_contiguous() or x.shape[-1] == 0:
         return None
     y = memory_plan.buffer(buffers, "y", out_avals[0])

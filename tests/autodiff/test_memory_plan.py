@@ -1,6 +1,7 @@
 """Buffers a compiled plan keeps across replays (keratron/autodiff/memory_plan.py)."""
 
 import numpy as np
+import pytest
 
 import keratron
 from keratron import ops
@@ -208,20 +209,25 @@ def _batch_norm_step(x, gamma, beta, g):
     return ops.sum(ops.square(y), axis=(0, 1, 2)), ops.sum(ops.cos(dx), axis=0), dgamma * 2, -dbeta
 
 
-def test_batch_norm_writes_a_kept_buffer_with_the_eager_values():
+# Below batchnorm.GRAD_BY_CHUNKS_BYTES torch's kernel computes dx (fresh); from it on dx goes
+# by chunks into a kept buffer too, the eager call taking the same chunks.
+@pytest.mark.parametrize(
+    "shape,kept", [((8, 40, 40, 24), [{"y"}]), ((8, 64, 64, 32), [{"y"}, {"dx"}])]
+)
+def test_batch_norm_writes_a_kept_buffer_with_the_eager_values(shape, kept):
     rng = np.random.default_rng(4)
-    gamma = rng.uniform(0.5, 1.5, 24).astype("float32")
-    beta = rng.standard_normal(24).astype("float32")
+    gamma = rng.uniform(0.5, 1.5, shape[-1]).astype("float32")
+    beta = rng.standard_normal(shape[-1]).astype("float32")
     f = keratron.function(_batch_norm_step)
     for _ in range(3):
-        x = (rng.standard_normal((8, 40, 40, 24)) * 3 + 10).astype("float32")
+        x = (rng.standard_normal(shape) * 3 + 10).astype("float32")
         g = rng.standard_normal(x.shape).astype("float32")
         args = [keratron.ops.convert_to_tensor(a) for a in (x, gamma, beta, g)]
         got, want = f(*args), _batch_norm_step(*args)
         for a, b in zip(got, want):
             assert np.array_equal(np.asarray(a), np.asarray(b))
     names = [set(b) for b in f.get_concrete_graph(*args).kept_buffers]
-    assert {"y"} in names
+    assert all(k in names for k in kept) and ({"dx"} in names) == ({"dx"} in kept)
 
 
 def _batch_norm_relu6_step(x, gamma, beta, g):

@@ -542,3 +542,33 @@ def test_fused_batch_normalization_of_half_inputs_in_torchs_kernels(dtype, affin
     if affine:
         np.testing.assert_allclose(grads[1].numpy(), (g * xhat).sum((0, 1, 2)), rtol=1e-3)
         np.testing.assert_allclose(grads[2].numpy(), g.sum((0, 1, 2)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(5, 7, 9, 6), (3, 40, 40, 16)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_input_gradient_by_chunks_matches_float64(shape, affine, monkeypatch):
+    """The CPU input gradient by chunks (dense channels-last float32 batches from 4 MiB on)
+    and torch's kernel (the reference) against float64, with chunks of a few rows and a
+    ragged last one."""
+    from keratron.ops import batchnorm
+
+    monkeypatch.setattr(batchnorm, "_CHUNK_BYTES", 1000)
+    rng = np.random.default_rng(6)
+    c = shape[-1]
+    x = torch.as_tensor(rng.standard_normal(shape) * 3 + 40, dtype=torch.float32)
+    gy = torch.as_tensor(rng.standard_normal(shape), dtype=torch.float32)
+    scale = torch.as_tensor(rng.uniform(0.5, 2, c), dtype=torch.float32) if affine else None
+    _, mean, var = batchnorm._normalize_by_sums(x, scale, None, 1e-3)
+    x64, g64 = x.double().reshape(-1, c), gy.double().reshape(-1, c)
+    invstd = torch.rsqrt(var.double() + 1e-3)
+    xhat = (x64 - mean.double()) * invstd
+    dscale, doffset = (g64 * xhat).sum(0), g64.sum(0)
+    k = invstd if scale is None else invstd * scale.double()
+    dx = k * (g64 - doffset / len(x64) - xhat * dscale / len(x64))
+    want = (dx.reshape(shape), dscale, doffset)
+    for form in (batchnorm._bn_grad_by_chunks, batchnorm._bn_grad_impl):
+        args = (gy, x, scale, mean, var) + ((-1,) if form is batchnorm._bn_grad_impl else ())
+        got = form(*args, epsilon=1e-3)
+        for a, b in zip(got, want):
+            assert a.dtype == torch.float32 and a.shape == b.shape
+            np.testing.assert_allclose(a.double(), b, rtol=0, atol=2e-5 * b.abs().max().item())
