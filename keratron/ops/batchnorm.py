@@ -70,16 +70,23 @@ def _normalize_native(xl, scale, offset, epsilon):
 _CHUNK_BYTES = 1 << 21
 
 
+def _row_chunks(m2):
+    """Slices of the rows of the (M, C) matrix `m2` in _CHUNK_BYTES chunks (the last shorter),
+    and the chunk's row count."""
+    rows, channels = m2.shape
+    step = max(1, min(rows, _CHUNK_BYTES // (channels * m2.element_size())))
+    return [slice(start, start + step) for start in range(0, rows, step)], step
+
+
 def _squared_deviations(x2, mean):
     """Per-channel sum of (x - mean)**2 over the rows of the (M, C) `x2`, by chunks of rows
     through one small scratch (as accurate as one full-size deviation tensor: the same
     per-chunk reduction)."""
-    rows, channels = x2.shape
-    step = max(1, min(rows, _CHUNK_BYTES // (channels * x2.element_size())))
-    total = x2.new_zeros(channels)
-    scratch = x2.new_empty((step, channels))
-    for start in range(0, rows, step):
-        part = x2[start : start + step]
+    chunks, step = _row_chunks(x2)
+    total = x2.new_zeros(x2.shape[1])
+    scratch = x2.new_empty((step, x2.shape[1]))
+    for rows in chunks:
+        part = x2[rows]
         total += torch.sub(part, mean, out=scratch[: part.shape[0]]).square_().sum(0)
     return total
 
@@ -112,9 +119,8 @@ def _normalize_by_sums(xl, scale, offset, epsilon, out=None):
         y = torch.ops.aten.native_batch_norm(*args)[0].movedim(1, -1)
     else:
         empty = x2.new_empty((0,))
-        y = _as_channels_last_batch(out)
         torch.ops.aten.native_batch_norm.out(
-            *args, out=y, save_mean=empty, save_invstd=empty.clone()
+            *args, out=_as_channels_last_batch(out), save_mean=empty, save_invstd=empty.clone()
         )
         y = out
     return y.reshape(xl.shape), mean, var
@@ -266,9 +272,7 @@ def _bn_grad_by_chunks(gy, x, scale, mean, var, epsilon, out=None):
     a = invstd if scale is None else invstd * scale
     b = a * invstd * dscale / -rows
     c = a * doffset / -rows
-    step = max(1, min(rows, _CHUNK_BYTES // (channels * x2.element_size())))
-    for start in range(0, rows, step):
-        part = slice(start, start + step)
+    for part in _row_chunks(x2)[0]:
         torch.sub(x2[part], mean, out=d2[part]).mul_(b).addcmul_(g2[part], a).add_(c)
     return dx, dscale, doffset
 
