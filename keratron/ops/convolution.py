@@ -524,7 +524,9 @@ def _conv_grad_input_cpu(g, k, input_shape, strides, padding, dilation, groups):
     the same oneDNN arithmetic; measured equal bit for bit at the cnn's shape) where
     `_full_conv_padding` allows, else the reference. As a forward convolution it can add into
     a kept buffer (`_conv_grad_input_into`), where the reference allocates 11 MB a step at the
-    cnn's batch 128, every page of which faults."""
+    cnn's batch 128, every page of which faults. A large float32 one that no forward
+    convolution computes (strided, dilated) runs a few images at a time
+    (`_grad_input_by_images`), into a kept buffer too."""
     if not k.is_mkldnn and _pointwise(k.shape, strides, padding, groups):
         # g @ k.T over the NHWC channels, on the matmul CPU route's product (oneDNN's inner
         # product for the large ones).
@@ -540,9 +542,50 @@ def _conv_grad_input_cpu(g, k, input_shape, strides, padding, dilation, groups):
         )
         return gf.to(g.dtype)
     args = _full_conv_args(g, k, strides, padding, dilation, groups)
-    if args is None:
-        return _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups)
-    return _to_cl(_conv_post_op(*args, "none", [], ""))
+    if args is not None:
+        return _to_cl(_conv_post_op(*args, "none", [], ""))
+    if not k.is_mkldnn and _by_images(
+        g.shape, k.shape, input_shape, strides, padding, groups, g.dtype
+    ):
+        return _grad_input_by_images(g, k, input_shape, strides, padding, dilation, groups)
+    return _conv_grad_input_impl(g, k, input_shape, strides, padding, dilation, groups)
+
+
+# From this many bytes of float32 input gradient on, one that `_full_conv_padding` leaves to
+# the reference is computed `_IMAGES_CHUNK_BYTES` of it at a time (`_grad_input_by_images`).
+_GRAD_INPUT_BY_IMAGES_BYTES = 4 << 20
+_IMAGES_CHUNK_BYTES = 4 << 20
+
+
+def _by_images(g_shape, k_shape, input_shape, strides, padding, groups, dtype) -> bool:
+    """A float32 input gradient of several images, `_GRAD_INPUT_BY_IMAGES_BYTES` or more, not
+    pointwise: `_grad_input_by_images` computes it where `_full_conv_padding` does not serve."""
+    return (
+        dtype == torch.float32
+        and g_shape[0] > 1
+        and math.prod(input_shape) * 4 >= _GRAD_INPUT_BY_IMAGES_BYTES
+        and not _pointwise(k_shape, strides, padding, groups)
+    )
+
+
+def _grad_input_by_images(g, k, input_shape, strides, padding, dilation, groups, out=None):
+    """The reference input gradient, a few images (about `_IMAGES_CHUNK_BYTES` of output) at
+    a time, copied into `out` (a kept buffer) or a new tensor. No image's gradient reads
+    another's; each chunk's output, cache-sized, comes from malloc's bins, where the whole
+    batch's is fresh pages each step: MobileNet's stride-2 depthwise input gradient at batch 8
+    (8x113x113x64, 26 MB) took 5.2 ms in a training step against 1.2 with its pages kept,
+    and standalone 6.8 ms at once against 1.4 by images (2 threads)."""
+    n, *rest = input_shape
+    if out is None:
+        out = torch.empty(input_shape, dtype=g.dtype, device=g.device)
+    step = max(1, _IMAGES_CHUNK_BYTES // (math.prod(rest) * g.element_size()))
+    for start in range(0, n, step):
+        part = g[start : start + step]
+        shape = (part.shape[0], *rest)
+        out[start : start + step] = _conv_grad_input_impl(
+            part, k, shape, strides, padding, dilation, groups
+        )
+    return out
 
 
 def _half_strided_grouped(g, k, strides, groups) -> bool:
@@ -582,19 +625,11 @@ def _conv_grad_filter_cpu(x, g, kernel_shape, strides, padding, dilation, groups
 
 def _grad_input_keeps(params, avals) -> bool:
     (g_shape, dtype), (k_shape, _) = avals[0], avals[1]
-    return (
-        _conv_into_op is not None
-        and _full_conv_padding(
-            k_shape,
-            params["strides"],
-            params["padding"],
-            params["dilation"],
-            params["groups"],
-            dtype,
-            len(g_shape),
-        )
-        is not None
-    )
+    strides, padding, groups = params["strides"], params["padding"], params["groups"]
+    geometry = (k_shape, strides, padding, params["dilation"], groups, dtype, len(g_shape))
+    if _full_conv_padding(*geometry) is not None:
+        return _conv_into_op is not None
+    return _by_images(g_shape, k_shape, params["input_shape"], strides, padding, groups, dtype)
 
 
 @memory_plan.keeps_output(conv_grad_input_p, _grad_input_keeps)
@@ -602,13 +637,20 @@ def _conv_grad_input_into(
     buffers, out_avals, g, k, input_shape, strides, padding, dilation, groups
 ):
     """`_conv_grad_input_cpu`'s oneDNN branch, added into a zeroed kept buffer (exact:
-    c + 0 == c)."""
+    c + 0 == c), or its images branch copied into one."""
     args = _full_conv_args(g, k, strides, padding, dilation, groups)
-    if args is None:
+    if args is not None:
+        if _conv_into_op is None:
+            return None
+        n, *spatial, c = out_avals[0][0]
+        out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), g.dtype), channels_last=True)
+        return _to_cl(_onednn_into(out, args))
+    if k.is_mkldnn or not _by_images(
+        g.shape, k.shape, input_shape, strides, padding, groups, g.dtype
+    ):
         return None
-    n, *spatial, c = out_avals[0][0]
-    out = memory_plan.buffer(buffers, "out", ((n, c, *spatial), g.dtype), channels_last=True)
-    return _to_cl(_onednn_into(out, args))
+    out = memory_plan.buffer(buffers, "out", out_avals[0])
+    return _grad_input_by_images(g, k, input_shape, strides, padding, dilation, groups, out)
 
 
 # ------------------------------------------------------------------------------ argument parsing

@@ -412,6 +412,67 @@ def test_depthwise_input_gradient_is_a_full_convolution(padding, compiled):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
 
 
+@pytest.mark.parametrize(
+    "gs,ks,groups,padding",
+    [
+        ((5, 16, 16, 64), (3, 3, 1, 64), 64, ((0, 1), (0, 1))),  # MobileNet's stride-2 block
+        ((3, 24, 24, 16), (3, 3, 64, 16), 1, ((1, 1), (1, 1))),
+    ],
+    ids=["depthwise", "dense"],
+)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_large_strided_input_gradient_runs_by_images(
+    gs, ks, groups, padding, compiled, monkeypatch
+):
+    # No forward convolution computes a stride-2 input gradient: the reference kernel runs
+    # on a few images at a time (here 2, the last chunk 1), into a kept buffer when compiled
+    # (over 1 MiB: memory_plan.MIN_BYTES).
+    n, h, w, cout = gs
+    (pt, pb), (pl, pr) = padding
+    input_shape = (n, 2 * h + ks[0] - 2 - pt - pb, 2 * w + ks[1] - 2 - pl - pr, ks[2] * groups)
+    per_image = 4 * np.prod(input_shape[1:])
+    monkeypatch.setattr(convolution, "_GRAD_INPUT_BY_IMAGES_BYTES", n * per_image)
+    monkeypatch.setattr(convolution, "_IMAGES_CHUNK_BYTES", 2 * per_image)
+    batches = []
+    real = convolution._conv_grad_input_impl
+    monkeypatch.setattr(
+        convolution,
+        "_conv_grad_input_impl",
+        lambda g, *a: batches.append(g.shape[0]) or real(g, *a),
+    )
+    g = RNG.standard_normal(gs).astype("float32")
+    k = (RNG.standard_normal(ks) / np.sqrt(np.prod(ks[:-1]))).astype("float32")
+
+    def grad_input_plus_half(g, k):
+        gi = conv_grad_input_p.bind(
+            g, k, input_shape=input_shape, strides=(2, 2), padding=padding, dilation=(1, 1),
+            groups=groups,
+        )  # fmt: skip
+        return keratron.ops.add(gi, 0.5)
+
+    args = (keratron.convert_to_tensor(g), keratron.convert_to_tensor(k))
+    fn = keratron.function(grad_input_plus_half) if compiled else grad_input_plus_half
+    for _ in range(2 if compiled else 1):  # the second call replays with the kept buffer
+        batches.clear()
+        got = np.asarray(fn(*args)) - 0.5
+    assert batches == [2] * (n // 2) + [1] * (n % 2)
+    if compiled:  # the writer took its buffer
+        assert sum(len(b) for b in fn.get_concrete_graph(*args).kept_buffers) == 1
+    x_like = torch.zeros((n, input_shape[3], input_shape[1] + pt + pb, input_shape[2] + pl + pr))
+    want = (
+        torch.nn.grad.conv2d_input(
+            x_like.shape,
+            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
+            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
+            stride=2,
+            groups=groups,
+        )
+        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
+        .numpy()
+    )
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
+
+
 @pytest.mark.parametrize("shape,channels", [((4, 17, 17), 24), ((2, 9, 9), 64)])
 def test_bfloat16_strided_depthwise_input_gradient_runs_in_float32(shape, channels, monkeypatch):
     # oneDNN's bfloat16 kernel is slow for it: the route computes in float32 from the same
