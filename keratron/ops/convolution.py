@@ -464,12 +464,14 @@ conv_grad_input_p = Primitive(
     "conv_grad_input",
     _conv_grad_input_impl,
     _conv_grad_input_vjp,
+    fresh=True,
     shape_rule=_conv_grad_input_shape,
 )
 conv_grad_filter_p = Primitive(
     "conv_grad_filter",
     _conv_grad_filter_impl,
     _conv_grad_filter_vjp,
+    fresh=True,
     shape_rule=_conv_grad_filter_shape,
 )
 

@@ -910,10 +910,23 @@ def _activation_grad_shape(g, x):
     return [g] if g == x and g[1].is_floating_point else None
 
 
+def _relu_grad_(g, x):
+    return torch.ops.aten.threshold_backward.grad_input(g, x, 0, grad_input=g)
+
+
+def _relu6_grad_(g, x):
+    return torch.ops.aten.hardtanh_backward.grad_input(g, x, 0.0, 6.0, grad_input=g)
+
+
+# In place (`_relu_grad_`, `_relu6_grad_`) where the incoming gradient is dead after it: the
+# kernel then reads two tensors and writes over one of them, where a new output is a third
+# tensor's traffic. MobileNet's 27 relu6 gradients at batch 8 took 8.4-10 ms a training step
+# into new (kept) buffers, 6.3-6.6 in place (2 threads).
 relu_grad_p = Primitive(
     "relu_grad",
     lambda g, x: torch.ops.aten.threshold_backward(g, x, 0),
     lambda gg, g, x, out: (relu_grad_p.bind(gg, x), None),
+    inplace=_relu_grad_,
     fresh=True,
     shape_rule=_activation_grad_shape,
 )
@@ -921,6 +934,7 @@ relu6_grad_p = Primitive(
     "relu6_grad",
     lambda g, x: torch.ops.aten.hardtanh_backward(g, x, 0.0, 6.0),
     lambda gg, g, x, out: (relu6_grad_p.bind(gg, x), None),
+    inplace=_relu6_grad_,
     fresh=True,
     shape_rule=_activation_grad_shape,
 )

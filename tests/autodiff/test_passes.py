@@ -49,6 +49,38 @@ def test_passes_find_the_inplace_form_by_field_not_name(twin_add):
     assert "add_(" not in plan and "test_twin_add(" in plan, plan
 
 
+@pytest.mark.parametrize("activation", ["relu", "relu6"])
+def test_an_activation_gradient_overwrites_a_dead_incoming_gradient(activation):
+    # The gradient reaching the activation is the second convolution's input gradient, read
+    # by nothing else: the activation's gradient is written over it.
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((2, 9, 9, 4)) * 4).astype("float32")
+    k1 = rng.standard_normal((3, 3, 4, 8)).astype("float32")
+    k2 = rng.standard_normal((3, 3, 8, 5)).astype("float32")
+    g = rng.standard_normal((2, 5, 5, 5)).astype("float32")
+
+    def step(x, k1, k2, g):
+        with kt.GradientTape() as tape:
+            tape.watch(x)
+            z = ops.conv(getattr(ops, activation)(ops.conv(x, k1)), k2)
+            loss = ops.sum(z * g)
+        return tape.gradient(loss, x)
+
+    args = [kt.ops.convert_to_tensor(a) for a in (x, k1, k2, g)]
+    f = kt.function(step)
+    got = f(*args).numpy()
+    plan = f.get_concrete_graph(*args).dump()
+    assert any(f"_{activation}_grad_(" in s and "[in place]" in s for s in plan.splitlines()), plan
+    np.testing.assert_array_equal(got, step(*args).numpy())
+    xt = torch.from_numpy(x.astype("float64")).permute(0, 3, 1, 2).requires_grad_()
+    act = torch.relu if activation == "relu" else (lambda t: torch.clamp(t, 0, 6))
+    w1, w2 = (torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1) for k in (k1, k2))
+    z = torch.nn.functional.conv2d(act(torch.nn.functional.conv2d(xt, w1)), w2)
+    (z * torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2)).sum().backward()
+    want = xt.grad.permute(0, 2, 3, 1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 def test_epilogue_fusion_finds_the_linear_primitive_by_field():
     x = np.random.default_rng(0).normal(size=(3, 4)).astype("float32")
     w = kt.Variable(np.random.default_rng(1).normal(size=(4, 5)).astype("float32"))
