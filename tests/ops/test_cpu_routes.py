@@ -224,6 +224,40 @@ GRAD_INPUTS = [
 ]
 
 
+def _grad_input_fn(input_shape, strides, padding, groups):
+    """conv_grad_input of these parameters, plus 0.5: read inside the function, so a kept
+    buffer serves the gradient when compiled."""
+
+    def grad_input_plus_half(g, k):
+        gi = conv_grad_input_p.bind(
+            g, k, input_shape=input_shape, strides=strides, padding=padding, dilation=(1, 1),
+            groups=groups,
+        )  # fmt: skip
+        return keratron.ops.add(gi, 0.5)
+
+    return grad_input_plus_half
+
+
+def _float64_grad_input(g, k, input_shape, padding, stride=1, groups=1):
+    """torch's float64 input gradient of the same convolution (NCHW), cropped to the input
+    inside the padding: the reference."""
+    (pt, pb), (pl, pr) = padding
+    x_like = torch.zeros(
+        (g.shape[0], input_shape[3], input_shape[1] + pt + pb, input_shape[2] + pl + pr)
+    )
+    return (
+        torch.nn.grad.conv2d_input(
+            x_like.shape,
+            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
+            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
+            stride=stride,
+            groups=groups,
+        )
+        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
+        .numpy()
+    )
+
+
 def _grad_input_plus_half(g, k, input_shape, padding):
     gi = conv_grad_input_p.bind(
         g, k, input_shape=input_shape, strides=(1, 1), padding=padding, dilation=(1, 1), groups=1
@@ -250,17 +284,7 @@ def test_conv_grad_input_cpu_route_matches_float64(gs, ks, padding, onednn, comp
     if compiled:
         kept = fn.get_concrete_graph(*args).kept_buffers
         assert bool(kept) == (onednn and 4 * np.prod(input_shape) >= memory_plan.MIN_BYTES)
-    # torch's float64 input gradient of the same convolution (NCHW), the reference
-    x_like = torch.zeros((n, ks[2], input_shape[1] + pt + pb, input_shape[2] + pl + pr))
-    want = (
-        torch.nn.grad.conv2d_input(
-            x_like.shape,
-            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
-            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
-        )
-        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
-        .numpy()
-    )
+    want = _float64_grad_input(g, k, input_shape, padding)
     assert np.isnan(want).any()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.nanmax(np.abs(want)) + 1))
@@ -385,30 +409,14 @@ def test_depthwise_input_gradient_is_a_full_convolution(padding, compiled):
     input_shape = (4, 32 + 2 - pt - pb, 32 + 2 - pl - pr, c)
     assert convolution._full_conv_padding(k.shape, (1, 1), padding, (1, 1), c, torch.float32, 4)
 
-    def grad_input_plus_half(g, k):
-        gi = conv_grad_input_p.bind(
-            g, k, input_shape=input_shape, strides=(1, 1), padding=padding, dilation=(1, 1),
-            groups=c,
-        )  # fmt: skip
-        return keratron.ops.add(gi, 0.5)
-
+    step = _grad_input_fn(input_shape, (1, 1), padding, c)
     args = (keratron.convert_to_tensor(g), keratron.convert_to_tensor(k))
-    fn = keratron.function(grad_input_plus_half) if compiled else grad_input_plus_half
+    fn = keratron.function(step) if compiled else step
     for _ in range(2 if compiled else 1):
         got = np.asarray(fn(*args)) - 0.5
     if compiled:
         assert fn.get_concrete_graph(*args).kept_buffers
-    x_like = torch.zeros((4, c, input_shape[1] + pt + pb, input_shape[2] + pl + pr))
-    want = (
-        torch.nn.grad.conv2d_input(
-            x_like.shape,
-            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
-            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
-            groups=c,
-        )
-        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
-        .numpy()
-    )
+    want = _float64_grad_input(g, k, input_shape, padding, groups=c)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
 
 
@@ -443,33 +451,16 @@ def test_a_large_strided_input_gradient_runs_by_images(
     g = RNG.standard_normal(gs).astype("float32")
     k = (RNG.standard_normal(ks) / np.sqrt(np.prod(ks[:-1]))).astype("float32")
 
-    def grad_input_plus_half(g, k):
-        gi = conv_grad_input_p.bind(
-            g, k, input_shape=input_shape, strides=(2, 2), padding=padding, dilation=(1, 1),
-            groups=groups,
-        )  # fmt: skip
-        return keratron.ops.add(gi, 0.5)
-
+    step = _grad_input_fn(input_shape, (2, 2), padding, groups)
     args = (keratron.convert_to_tensor(g), keratron.convert_to_tensor(k))
-    fn = keratron.function(grad_input_plus_half) if compiled else grad_input_plus_half
+    fn = keratron.function(step) if compiled else step
     for _ in range(2 if compiled else 1):  # the second call replays with the kept buffer
         batches.clear()
         got = np.asarray(fn(*args)) - 0.5
     assert batches == [2] * (n // 2) + [1] * (n % 2)
     if compiled:  # the writer took its buffer
         assert sum(len(b) for b in fn.get_concrete_graph(*args).kept_buffers) == 1
-    x_like = torch.zeros((n, input_shape[3], input_shape[1] + pt + pb, input_shape[2] + pl + pr))
-    want = (
-        torch.nn.grad.conv2d_input(
-            x_like.shape,
-            torch.from_numpy(k.astype("float64")).permute(3, 2, 0, 1),
-            torch.from_numpy(g.astype("float64")).permute(0, 3, 1, 2),
-            stride=2,
-            groups=groups,
-        )
-        .permute(0, 2, 3, 1)[:, pt : pt + input_shape[1], pl : pl + input_shape[2]]
-        .numpy()
-    )
+    want = _float64_grad_input(g, k, input_shape, padding, stride=2, groups=groups)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * (np.abs(want).max() + 1))
 
 
