@@ -42,6 +42,23 @@ class _ReplayState(threading.local):
 _state = _ReplayState()
 
 
+def current_owner():
+    """The kept-buffer list of the plan this thread replays with its kept buffers, or None."""
+    return _state.owner
+
+
+def run_as_owner(owner, fn, args):
+    """`fn(*args)` on this thread with `owner` (a `current_owner()` of the thread replaying the
+    plan) taking the plan's kept buffers: a step of the plan run on another thread for it
+    (`side_stream`)."""
+    previous = _state.owner
+    _state.owner = owner
+    try:
+        return fn(*args)
+    finally:
+        _state.owner = previous
+
+
 def replay_with_kept_buffers(compiled_lock, kept: list, replay):
     """Runs `replay()` with the plan's kept buffers when this thread can take them.
 

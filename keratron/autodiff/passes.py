@@ -27,6 +27,7 @@ field of the `Primitive` (`inplace`, `commutative`, `fresh`, `epilogues`, `simpl
 
 from __future__ import annotations
 
+import copy
 import itertools
 import linecache
 import math
@@ -37,7 +38,7 @@ import numpy as np
 import torch
 
 from keratron import config
-from keratron.autodiff import memory_plan, tree
+from keratron.autodiff import memory_plan, side_stream, tree
 from keratron.autodiff.primitive import without_grad
 from keratron.autodiff.tape import engine
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
@@ -486,6 +487,10 @@ class CompiledFunction:
         self._kept_lock = threading.Lock()
         # Whether a replay runs on one intra-op thread (`serial_plan`).
         self.serial = serial_plan(graph)
+        # What `compile_graph` lowered (its fetches, its prelude), for the second-stream
+        # variant of the plan, built on first use: (replay, kept buffers), or False for none.
+        self.lowering = None
+        self._side = None
 
     @property
     def num_nodes(self) -> int:
@@ -548,21 +553,50 @@ class CompiledFunction:
         if self.prelude is not None:
             self._check_prelude()
         threads = torch.get_num_threads() if self.serial and config.adapt_threads() else 1
+        replay, kept = self._replay, self.kept_buffers
+        if side_stream.active() and not self.serial:
+            replay, kept = self._side_variant() or (replay, kept)
         if threads > 1:
             torch.set_num_threads(1)
         try:
-            if self.kept_buffers:
+            if kept:
                 values = memory_plan.replay_with_kept_buffers(
                     self._kept_lock,
-                    self.kept_buffers,
-                    lambda: without_grad(self._replay, inputs, self._capture_vars, self._pre),
+                    kept,
+                    lambda: without_grad(replay, inputs, self._capture_vars, self._pre),
                 )
             else:
-                values = without_grad(self._replay, inputs, self._capture_vars, self._pre)
+                values = without_grad(replay, inputs, self._capture_vars, self._pre)
         finally:
             if threads > 1:
                 torch.set_num_threads(threads)
         return self.pack_outputs(values)
+
+    def _side_variant(self):
+        """The plan lowered for a second stream (`side_stream.schedule`): (replay, kept
+        buffers), or None where no CPU step of the plan may run there."""
+        if self._side is None:
+            self._side = False
+            if self.lowering is not None and graph_device(self.graph).type == "cpu":
+                items, prelude = self.lowering
+                start = prelude.n_steps if prelude is not None else 0
+                plan = side_stream.schedule(self.graph.nodes, start)
+                if plan is not None:
+                    self._side = self._lower_side(items, prelude, *plan)
+        return self._side or None
+
+    def _lower_side(self, items, prelude, order, submits):
+        graph = copy.copy(self.graph)
+        graph.nodes = order
+        index = {id(node): q for q, node in enumerate(order)}
+        handed = {node_id: index[id(before)] for node_id, before in submits.items()}
+        kept: list = []
+        steps = _lower(graph, items, prelude, kept, side=handed)
+        hand: dict = {}
+        for node_id, q in handed.items():
+            hand.setdefault(q, []).append(index[node_id])
+        replay = _codegen(graph, steps, self.in_slots, self.out_items, prelude, hand)
+        return replay, kept
 
     def input_values(self, leaves) -> list:
         """The torch values of a call's tensor arguments, in placeholder order."""
@@ -608,10 +642,15 @@ class CompiledFunction:
 _replay_ids = itertools.count()
 
 
-def _codegen(graph, steps, in_slots, out_items, prelude=None):
+def _codegen(graph, steps, in_slots, out_items, prelude=None, submits=None):
     """Straight-line Python for the plan: `_replay(inputs, captured_variables, pre) ->
-    outputs`, where `pre[0]` holds the prelude's values from an earlier call (or None)."""
-    namespace: dict = {}
+    outputs`, where `pre[0]` holds the prelude's values from an earlier call (or None).
+    `submits` ({step index: [indices of side steps]}) hands each listed step to the second
+    stream (`side_stream.submit`) just before the keyed step; a side step's own place then
+    waits for its result."""
+    submits = submits or {}
+    on_side = {j for listed in submits.values() for j in listed}
+    namespace: dict = {"_submit": side_stream.submit}
     lines = ["def _replay(inputs, captures, pre):"]
     for i, slot in enumerate(in_slots):
         lines.append(f"    v{slot} = inputs[{i}]")
@@ -632,13 +671,17 @@ def _codegen(graph, steps, in_slots, out_items, prelude=None):
             lines.append(f"        pre[0] = ({kept}{',' if len(prelude.outputs) == 1 else ''})")
             indent = "    "
         namespace[f"f{k}"] = fn
+        for j in submits.get(k, ()):
+            side_args = "".join(", None" if s is None else f", v{s}" for s in steps[j][1])
+            lines.append(f"{indent}p{j} = _submit(f{j}{side_args})")
         args = ", ".join("None" if s is None else f"v{s}" for s in ins)
+        call = f"p{k}.result()" if k in on_side else f"f{k}({args})"
         if not outs:
-            lines.append(f"{indent}f{k}({args})")
+            lines.append(f"{indent}{call}")
         elif len(outs) == 1:
-            lines.append(f"{indent}v{outs[0]} = f{k}({args})")
+            lines.append(f"{indent}v{outs[0]} = {call}")
         else:
-            lines.append(f"{indent}{', '.join(f'v{o}' for o in outs)}, = f{k}({args})")
+            lines.append(f"{indent}{', '.join(f'v{o}' for o in outs)}, = {call}")
         if free:
             lines.append(f"{indent}del {', '.join(f'v{s}' for s in free)}")
     if n_pre and n_pre == len(steps):
@@ -675,6 +718,7 @@ def compile_graph(graph: Graph, out, numpy_flags) -> CompiledFunction:
         graph, steps, graph._n, list(graph.inputs), items, out, numpy_flags, prelude
     )
     compiled.kept_buffers = kept
+    compiled.lowering = (items, prelude)
     return compiled
 
 
@@ -721,9 +765,15 @@ def _hoist_prelude(graph: Graph, outputs: list) -> Prelude | None:
     return Prelude(len(pre), [s for n in pre for s in n.outputs if s in used_later], variables)
 
 
-def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=None) -> list:
+def _lower(
+    graph: Graph, outputs: list, prelude: Prelude | None = None, kept=None, side=None
+) -> list:
     """The plan's steps; with a list `kept`, large values that stay inside a call are written
-    into buffers the steps keep across calls (memory_plan), which `kept` collects."""
+    into buffers the steps keep across calls (memory_plan), which `kept` collects. `side`
+    maps the id of each node that runs on a second thread (`side_stream`) to the step before
+    which it is handed over: such a node never writes in place, and a kept buffer of its
+    output lives from that step on."""
+    side = side or {}
     uses = use_counts(graph, outputs)
     last_use: dict = {}
     for i, node in enumerate(graph.nodes):
@@ -743,7 +793,8 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=Non
         if node.kind == "prim":
             out = node.outputs[0] if len(node.outputs) == 1 else None
             fn = None
-            if out is not None and not node.prim.routes and not node.params:
+            on_side = id(node) in side
+            if out is not None and not node.prim.routes and not node.params and not on_side:
                 fn, ins = _inplace(graph, node.prim, ins, out, uses, fresh, protected)
             if fn is None:
                 fn = _kernel_call(node)
@@ -751,7 +802,7 @@ def _lower(graph: Graph, outputs: list, prelude: Prelude | None = None, kept=Non
                     n_kept = len(kept)
                     fn = memory_plan.kept_buffer_call(graph, node, fn, kept) or fn
                     if len(kept) > n_kept:
-                        writers.append((kept[-1], i, node.outputs))
+                        writers.append((kept[-1], side.get(id(node), i), node.outputs))
                 if node.prim.fresh:
                     fresh.update(node.outputs)
                 else:

@@ -191,6 +191,11 @@ class Primitive:
         fuses_as: what the op is when it follows a primitive with `epilogues`, which may then
             fold it in: "bias" (adds a per-output-channel vector), "scale" (multiplies by one)
             or the name of the epilogue activation it computes ("relu").
+        side_stream: whether a compiled plan may run the op on a second thread while the
+            next steps run, when every core is busy (`autodiff.side_stream`): True for an op
+            whose result is read late (a weight gradient, read by the optimizer's update), or
+            a predicate of the nodes that read a call's outputs
+            (`side_stream.read_by_effects_only`).
 
     Attributes:
         routes: {device kind: route}, filled by `device_route`.
@@ -212,6 +217,7 @@ class Primitive:
         "simplify",
         "fill_value",
         "fuses_as",
+        "side_stream",
         "routes",
     )
 
@@ -232,6 +238,7 @@ class Primitive:
         simplify: Callable | None = None,
         fill_value: float | None = None,
         fuses_as: str | None = None,
+        side_stream: bool | Callable = False,
         shape_rule: Callable | None = None,
     ):
         if name in PRIMITIVES:
@@ -250,6 +257,7 @@ class Primitive:
         self.simplify = simplify
         self.fill_value = fill_value
         self.fuses_as = fuses_as
+        self.side_stream = side_stream
         self.shape_rule = shape_rule
         self.routes: dict[str, Callable] = {}
         PRIMITIVES[name] = self

@@ -472,6 +472,7 @@ conv_grad_filter_p = Primitive(
     _conv_grad_filter_impl,
     _conv_grad_filter_vjp,
     fresh=True,
+    side_stream=True,  # read by the optimizer's update only, at the end of a training step
     shape_rule=_conv_grad_filter_shape,
 )
 

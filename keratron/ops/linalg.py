@@ -19,7 +19,7 @@ import string
 
 import torch
 
-from keratron.autodiff import memory_plan
+from keratron.autodiff import memory_plan, side_stream
 from keratron.autodiff.jvp import jvp
 from keratron.autodiff.primitive import device_route
 from keratron.ops import _shape_rules as rules
@@ -185,6 +185,8 @@ matmul_p = Primitive(
     _matmul_vjp,
     fresh=True,
     epilogues=epilogue.FUSED,
+    # A weight gradient (x.T @ g), read by the optimizer's update alone.
+    side_stream=side_stream.read_by_effects_only,
     shape_rule=_matmul_shape,
 )
 

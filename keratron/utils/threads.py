@@ -31,12 +31,14 @@ import time
 import torch
 
 from keratron import config
+from keratron.autodiff import side_stream
 
 _PROBE_EVERY_S = 1.0
 _SAMPLES = 4
 _SAMPLE_GAP_S = 0.001
 
-_last_probe: tuple[float, int | None] = (float("-inf"), None)  # (monotonic time, free cores)
+# (monotonic time, free cores, other processes' runnable threads)
+_last_probe: tuple = (float("-inf"), None, None)
 # Per thread: the caller's thread count where a `matched_to_free_cores` scope lowered it.
 _scope = threading.local()
 
@@ -70,11 +72,10 @@ def _own_running_threads() -> int:
     return count
 
 
-def free_cores() -> int | None:
-    """Cores of this process's affinity set that other processes' runnable threads leave
-    free (at least 1), from the fewest others seen in four readings a millisecond apart: a
-    busy process is runnable in every reading, while a thread that runs for a moment (a
-    process starting or exiting, a kernel thread) would otherwise halve the threads of a
+def other_runnable_threads() -> int | None:
+    """Runnable threads of other processes: the fewest seen in four readings a millisecond
+    apart. A busy process is runnable in every reading, while a thread that runs for a moment
+    (a process starting or exiting, a kernel thread) would otherwise halve the threads of a
     whole call on a quiet machine. None where /proc cannot be read."""
     readings = []
     try:
@@ -87,19 +88,36 @@ def free_cores() -> int | None:
             own_before = _own_running_threads()
             running = _running_threads()
             own = max(own_before, _own_running_threads())
-            others = max(0, running - own)
-            readings.append(others)
+            readings.append(max(0, running - own))
     except (OSError, ValueError, IndexError):
         return None
-    return max(1, _allowed_cores() - min(readings))
+    return min(readings)
 
 
-def _cached_free_cores() -> int | None:
+def free_cores() -> int | None:
+    """Cores of this process's affinity set that other processes' runnable threads leave
+    free (at least 1), from `other_runnable_threads`. None where /proc cannot be read."""
+    others = other_runnable_threads()
+    return None if others is None else max(1, _allowed_cores() - others)
+
+
+def _probe() -> tuple:
+    """(monotonic time, free cores, other runnable threads), read at most once a second."""
     global _last_probe
     now = time.monotonic()
     if now - _last_probe[0] >= _PROBE_EVERY_S:
-        _last_probe = (now, free_cores())
-    return _last_probe[1]
+        others = other_runnable_threads()
+        free = None if others is None else max(1, _allowed_cores() - others)
+        _last_probe = (now, free, others)
+    return _last_probe
+
+
+def _cached_free_cores() -> int | None:
+    return _probe()[1]
+
+
+def _cached_other_threads() -> int | None:
+    return _probe()[2]
 
 
 @contextlib.contextmanager
@@ -123,11 +141,15 @@ def matched_to_free_cores():
     free = _cached_free_cores() if before > 1 else None
     lowered = free is not None and free < before
     outer = getattr(_scope, "lowered_from", None)
+    # Every core busy: a second stream of steps gets this process a second share of a core.
+    others = _cached_other_threads() if lowered else None
+    second = others is not None and others >= _allowed_cores() and not side_stream.active()
     if lowered:
         torch.set_num_threads(free)
         _scope.lowered_from = before
     try:
-        yield
+        with side_stream.side_thread() if second else contextlib.nullcontext():
+            yield
     finally:
         if lowered:
             _scope.lowered_from = outer

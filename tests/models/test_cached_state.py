@@ -377,6 +377,7 @@ def test_random_interleaving_with_predict_batches_on_threads_matches_eager(tmp_p
 
     monkeypatch.setattr(threads, "ordered_map", counted)
     monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    monkeypatch.setattr(threads, "_cached_other_threads", lambda: 0)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

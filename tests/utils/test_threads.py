@@ -21,6 +21,14 @@ from keratron.utils import threads
 REPORT = "import os; print('ENV', os.environ.get('OMP_WAIT_POLICY'))"
 
 
+@pytest.fixture(autouse=True)
+def no_other_threads(monkeypatch):
+    """Other processes' runnable threads read as none unless a test says otherwise: a test
+    that stands in a free-core count is not also handed the machine's real load (a second
+    stream opens where every core is busy)."""
+    monkeypatch.setattr(threads, "_cached_other_threads", lambda: 0)
+
+
 def run_fresh(code: str, **env) -> tuple[str, str]:
     """Runs `code` in a fresh interpreter; returns (OMP_WAIT_POLICY seen after the code,
     libgomp's GOMP_SPINCOUNT line)."""
