@@ -108,3 +108,14 @@ def group_sizes(monkeypatch) -> list:
 
     monkeypatch.setattr(elementwise.cast_group_p, "impl", counted)
     return sizes
+
+
+@pytest.fixture
+def torch_threads():
+    """`torch_threads(n)` sets torch's intra-op thread count for the test; the count it found
+    is restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)

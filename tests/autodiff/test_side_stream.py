@@ -5,7 +5,6 @@ import threading
 
 import numpy as np
 import pytest
-import torch
 
 import keratron
 from keratron.autodiff import memory_plan, side_stream
@@ -16,11 +15,8 @@ from keratron.utils import threads
 
 
 @pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def one_thread(torch_threads):
+    torch_threads(1)
 
 
 def _convnet(seed=0):
@@ -132,22 +128,24 @@ def test_training_with_a_second_stream_gives_the_one_stream_values(one_thread, m
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_side_step_writes_its_kept_buffer_and_values_stay_exact(one_thread, monkeypatch):
-    # The Dense kernel's gradient here is 4,608 x 256 floats (4.7 MB): a kept buffer takes it,
-    # written on the second thread, laid out from the hand-over on.
-    def model():
-        keratron.utils.set_random_seed(3)
-        return keratron.Sequential(
-            [
-                keratron.Input((26, 26, 4)),
-                keratron.layers.Conv2D(32, 3, activation="relu"),
-                keratron.layers.MaxPooling2D(2),
-                keratron.layers.Flatten(),
-                keratron.layers.Dense(256, activation="relu"),
-                keratron.layers.Dense(10),
-            ]
-        )
+def _wide_dense():
+    """A convnet whose Dense kernel gradient is 4,608 x 256 floats (4.7 MB): a kept buffer
+    takes it."""
+    keratron.utils.set_random_seed(3)
+    return keratron.Sequential(
+        [
+            keratron.Input((26, 26, 4)),
+            keratron.layers.Conv2D(32, 3, activation="relu"),
+            keratron.layers.MaxPooling2D(2),
+            keratron.layers.Flatten(),
+            keratron.layers.Dense(256, activation="relu"),
+            keratron.layers.Dense(10),
+        ]
+    )
 
+
+def test_a_side_step_writes_its_kept_buffer_and_values_stay_exact(one_thread, monkeypatch):
+    # The wide Dense kernel's gradient, in a kept buffer written on the second thread.
     built = []
     lower_side = CompiledFunction._lower_side
 
@@ -159,9 +157,9 @@ def test_a_side_step_writes_its_kept_buffer_and_values_stay_exact(one_thread, mo
     rng = np.random.default_rng(1)
     x = rng.random((64, 26, 26, 4), dtype=np.float32)
     y = rng.integers(0, 10, 64)
-    one = _fit(model(), x, y, side=False)
+    one = _fit(_wide_dense(), x, y, side=False)
     assert not built
-    two = _fit(model(), x, y, side=True)
+    two = _fit(_wide_dense(), x, y, side=True)
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
     written = [b for _, kept in built for b in kept if len(b)]
@@ -171,16 +169,7 @@ def test_a_side_step_writes_its_kept_buffer_and_values_stay_exact(one_thread, mo
 def test_a_side_steps_kept_buffer_lives_from_its_hand_over(monkeypatch):
     # Written while the main stream runs the steps from the hand-over to the wait: memory
     # shared with a value of those steps would be overwritten under it.
-    keratron.utils.set_random_seed(3)
-    model = keratron.Sequential(
-        [
-            keratron.Input((26, 26, 4)),
-            keratron.layers.Conv2D(32, 3, activation="relu"),
-            keratron.layers.MaxPooling2D(2),
-            keratron.layers.Flatten(),
-            keratron.layers.Dense(256),
-        ]
-    )
+    model = _wide_dense()
     opt = keratron.optimizers.Adam()
 
     @keratron.function
@@ -239,18 +228,16 @@ def test_an_error_in_a_side_step_is_raised_where_it_is_waited_for():
 
 
 @pytest.mark.parametrize("others, opens", [(2, True), (1, False), (0, False)])
-def test_fit_opens_a_second_stream_only_when_every_core_is_busy(monkeypatch, others, opens):
+def test_fit_opens_a_second_stream_only_when_every_core_is_busy(
+    monkeypatch, torch_threads, others, opens
+):
     monkeypatch.setattr(threads, "_allowed_cores", lambda: 2)
     monkeypatch.setattr(threads, "_cached_free_cores", lambda: max(1, 2 - others))
     monkeypatch.setattr(threads, "_cached_other_threads", lambda: others)
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        with threads.matched_to_free_cores():
-            inside = side_stream.active()
-        assert not side_stream.active()
-    finally:
-        torch.set_num_threads(before)
+    torch_threads(2)
+    with threads.matched_to_free_cores():
+        inside = side_stream.active()
+    assert not side_stream.active()
     assert inside is opens
     # The scope joined its thread: none is left behind.
     assert not [t for t in threading.enumerate() if t.name.startswith("keratron-side")]

@@ -73,11 +73,9 @@ def test_user_policy_wins():
 
 
 @pytest.fixture
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
+def two_threads(torch_threads):
+    torch_threads(2)
     yield
-    torch.set_num_threads(before)
     keratron.config.set_adapt_threads(None)
 
 
