@@ -4,6 +4,7 @@ write to those variables: `fit` with any optimizer, `train_on_batch`, `set_weigh
 `load_weights` and `assign` all make the next `predict` see the new weights."""
 
 import importlib
+import threading
 
 import numpy as np
 import pytest
@@ -385,3 +386,29 @@ def test_random_interleaving_with_predict_batches_on_threads_matches_eager(tmp_p
     finally:
         torch.set_num_threads(before)
     assert maps and set(maps) == {4}  # predict took the batch threads: twice the two
+
+
+def test_random_interleaving_with_a_second_stream_matches_eager(
+    tmp_path, monkeypatch, torch_threads
+):
+    # Every core busy (the probe stands in): fit's compiled step hands its weight gradients to
+    # a second thread, from a second lowering of the plan with its own kept buffers and the
+    # prelude's values shared with the first. Both must follow every weight write.
+    from keratron.autodiff import memory_plan, side_stream
+    from keratron.utils import threads
+
+    ran = []
+    run = side_stream._run
+
+    def recorded(*args):
+        ran.append(threading.current_thread().name)
+        return run(*args)
+
+    monkeypatch.setattr(side_stream, "_run", recorded)
+    monkeypatch.setattr(threads, "_allowed_cores", lambda: 2)
+    monkeypatch.setattr(threads, "_cached_free_cores", lambda: 1)
+    monkeypatch.setattr(threads, "_cached_other_threads", lambda: 2)
+    monkeypatch.setattr(memory_plan, "MIN_BYTES", 1 << 16)
+    torch_threads(2)
+    _interleave(seed=5, steps=14, tmp_path=tmp_path, make_model=_large_model, image=(32, 32, 8))
+    assert ran and all(name.startswith("keratron-side") for name in ran)
