@@ -18,7 +18,8 @@ A step handed over while the second thread has QUEUED steps waiting runs in line
 values are those of the one-stream plan: the same kernels on the same values, each on one
 intra-op thread.
 
-Measured on a 2-core machine (bench/README.md, "A second stream"): on one intra-op thread with
+Measured on a 2-core machine (bench/README.md, "Beside busy processes, 2026-11-28, fourth
+run"): on one intra-op thread with
 the other core free, a training step with its weight gradients on a second thread ran cnn at
 2,030 -> 2,950 samples/s and MobileNet (batch 8) at 26.6 -> 33.7 images/s; beside two busy
 processes cnn drew 1,325-1,424 -> 1,885-2,029 samples/s. Beside one busy process a second
@@ -89,18 +90,6 @@ def active() -> bool:
     return _state.stream is not None
 
 
-class _Done:
-    """The result of a side step that ran in line, with a future's `result()`."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
-
-
 def submit(fn, *args):
     """Runs `fn(*args)` on this thread's side stream, with this thread's kept buffers (a
     plan's step writes into the plan's buffer there as here); returns its future. When the
@@ -112,7 +101,9 @@ def submit(fn, *args):
         if not inline:
             stream.unfinished += 1
     if inline:
-        return _Done(fn(*args))
+        done = concurrent.futures.Future()
+        done.set_result(fn(*args))
+        return done
     return stream.pool.submit(_run, stream, memory_plan.current_owner(), fn, args)
 
 
@@ -136,17 +127,15 @@ def schedule(nodes: list, start: int = 0):
     `order` before which it is handed over. A side node whose wait would come at its hand-over
     runs in line (it is not in `submits`). Nodes before `start` (a prelude) never move.
     """
-    first_read: dict = {}
-    readers: dict = {}
+    readers: dict = {}  # slot -> the indices of the nodes that read it, in order
     producer: dict = {}
     for i, node in enumerate(nodes):
         for s in node.inputs:
             if s is not None:
-                first_read.setdefault(s, i)
-                readers.setdefault(s, []).append(node)
+                readers.setdefault(s, []).append(i)
         for s in node.outputs:
             producer[s] = i
-    side = [i for i in range(start, len(nodes)) if _candidate(nodes[i], readers)]
+    side = [i for i in range(start, len(nodes)) if _candidate(nodes, i, readers)]
     if not side:
         return None
     # Hand-over positions: after the last producer of the node's inputs (the node's place at
@@ -159,7 +148,7 @@ def schedule(nodes: list, start: int = 0):
     joins: dict = {}  # node index -> the side nodes waited for just before it (end: `end`)
     handovers: dict = {}  # node index -> the side nodes handed over just before it
     for k, i in enumerate(side):
-        at = min((first_read.get(s, end) for s in nodes[i].outputs), default=end)
+        at = min((readers.get(s, [end])[0] for s in nodes[i].outputs), default=end)
         if k + IN_FLIGHT < len(side):
             at = min(at, handover[side[k + IN_FLIGHT]])
         if at <= handover[i]:
@@ -190,15 +179,16 @@ def schedule(nodes: list, start: int = 0):
     return order, submits
 
 
-def _candidate(node, readers: dict) -> bool:
-    """Whether `node` may run on the second stream: its primitive's `side_stream` is True, or
-    a predicate that holds for the nodes that read its outputs."""
+def _candidate(nodes: list, i: int, readers: dict) -> bool:
+    """Whether `nodes[i]` may run on the second stream: its primitive's `side_stream` is True,
+    or a predicate that holds for the nodes that read its outputs."""
+    node = nodes[i]
     if node.kind != "prim" or not node.prim.side_stream:
         return False
     rule = node.prim.side_stream
     if rule is True:
         return True
-    return rule([r for s in node.outputs for r in readers.get(s, ())])
+    return rule([nodes[r] for s in node.outputs for r in readers.get(s, ())])
 
 
 def read_by_effects_only(readers: list) -> bool:

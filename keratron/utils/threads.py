@@ -94,11 +94,16 @@ def other_runnable_threads() -> int | None:
     return min(readings)
 
 
+def _free_beside(others: int | None) -> int | None:
+    """Cores of this process's affinity set that `others` runnable threads leave free (at
+    least 1); None for None."""
+    return None if others is None else max(1, _allowed_cores() - others)
+
+
 def free_cores() -> int | None:
     """Cores of this process's affinity set that other processes' runnable threads leave
     free (at least 1), from `other_runnable_threads`. None where /proc cannot be read."""
-    others = other_runnable_threads()
-    return None if others is None else max(1, _allowed_cores() - others)
+    return _free_beside(other_runnable_threads())
 
 
 def _probe() -> tuple:
@@ -107,8 +112,7 @@ def _probe() -> tuple:
     now = time.monotonic()
     if now - _last_probe[0] >= _PROBE_EVERY_S:
         others = other_runnable_threads()
-        free = None if others is None else max(1, _allowed_cores() - others)
-        _last_probe = (now, free, others)
+        _last_probe = (now, _free_beside(others), others)
     return _last_probe
 
 
