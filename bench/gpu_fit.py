@@ -6,7 +6,8 @@ Run on a machine with a GPU: `python bench/gpu_fit.py [--workloads ...] [--colum
 and the last epoch's loss; a table follows. Cells run in priority order (keratron and the
 eager loop on every workload first, then torch.compile and bfloat16, then keratron's
 variants), and once `--deadline` seconds have passed the rest are skipped, so a bounded run
-still gives the main figures.
+still gives the main figures; `--paired` runs each workload's columns back to back instead, in
+the order `--columns` names them (precisions compared in the same state of the process).
 
 Columns:
 - keratron: `fit`, kernel backend "auto", CUDA graphs as configured (on by default);
@@ -248,6 +249,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--deadline", type=float, default=float("inf"), help="seconds")
     parser.add_argument("--dry-run", action="store_true", help="on CPU, quick sizes")
+    parser.add_argument(
+        "--paired", action="store_true", help="each workload's columns back to back"
+    )
     args = parser.parse_args(argv)
     if args.dry_run:
         args.rounds = 1
@@ -265,7 +269,9 @@ def main(argv=None) -> int:
     data = {n: gpu_data(GPU_WORKLOADS[n]) for n in names}
     start = time.perf_counter()
     rates: dict = {}
-    for columns in PASSES:
+    # --paired: each workload's cells back to back, in the order --columns gives them.
+    passes = [[c for c in wanted]] if args.paired else PASSES
+    for columns in passes:
         for name in names:
             for column in columns:
                 if column not in wanted:

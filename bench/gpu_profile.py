@@ -72,7 +72,9 @@ def main(argv=None) -> int:
             epoch(model, wl, x, y)
             torch.cuda.synchronize()
         events = prof.key_averages()
-        gpu_total = sum(e.self_device_time_total for e in events) / 1e3 / steps
+        # The device's own events (kernels, copies): an op's row repeats its kernels' time.
+        device_events = (e for e in events if e.device_type != torch.autograd.DeviceType.CPU)
+        gpu_total = sum(e.self_device_time_total for e in device_events) / 1e3 / steps
         print(f"{name} ({args.policy}): GPU kernel time {gpu_total:.2f} ms a step (graphs off)")
         print(
             events.table(
