@@ -22,7 +22,9 @@ K * N when M is. A persistent schedule (one program per SM looping over the tile
 and dropped: the tile loop around the K loop made every config spill, 72-1056 bytes per
 thread on sm_90 and sm_80.
 
-float32 products multiply at `keratron.config.float32_matmul_precision()` (IEEE or TF32).
+float32 products multiply at `keratron.config.float32_matmul_precision()` (IEEE or TF32). On
+sm_90 a TF32 product on a large tile reads its operands K-major, the layout wgmma takes for
+32-bit types, copying one that is not first (`k_major_copies`).
 TMA tensor descriptors are not used: the kernels read operands through arbitrary strides
 (transposed views, Dense rows of 10 floats) that TMA's 16-byte stride rule does not admit.
 """
@@ -60,6 +62,7 @@ __all__ = [
     "SPLITK_KERNEL",
     "REDUCE_KERNEL",
     "aot_specs",
+    "k_major_copies",
 ]
 
 _MAX_BATCH_GRID = 65535  # CUDA's limit on grid axis 1
@@ -339,8 +342,8 @@ def plan(
     likewise N), largest first, the first whose tile count (times batch) fills `WAVE_FILL` x
     `sms` is taken, one program per tile; the 128x256 tiles only when the operands are
     `aligned` (K and N, the row and batch strides and the addresses multiples of 16 elements
-    and 16 bytes, unit column strides: the JIT then vectorises the loads; without that these tiles
-    spill). A problem no
+    and 16 bytes, unit column strides, or for TF32 dots a K-major w: the JIT then vectorises
+    the loads; without that these tiles spill). A problem no
     large tile fills takes a small tile (16 or 32 rows by 64 columns when m <= 32, else 64
     rows by 16, 32 or 64 columns after n) and, for a single matrix whose tiles fill under half
     the SMs and whose K holds two `SPLIT_MIN_K` chunks, splits K over up to `MAX_SPLIT`
@@ -390,17 +393,60 @@ def _span(t) -> int:
     return (t.shape[1] - 1) * abs(t.stride(1)) + (t.shape[2] - 1) * abs(t.stride(2))
 
 
-def _aligned(x3, w3, b, y3) -> bool:
+def _aligned(x3, w3, b, y3, tf32=False) -> bool:
     """Whether the JIT will find K and N multiples of 16 and every operand row-major with
-    16-aligned rows and addresses."""
+    16-aligned rows and addresses; for TF32 dots w may be K-major instead (`k_major_copies`:
+    the layout wgmma reads; at IEEE precision that form of the 128x256 tile spills)."""
     mats = (x3, w3, y3)
     if x3.shape[2] % 16 or w3.shape[2] % 16:
         return False
-    if any(t.stride(2) != 1 or t.stride(1) % 16 or t.stride(0) % 16 for t in mats):
+    if any(t.stride(2) != 1 or t.stride(1) % 16 or t.stride(0) % 16 for t in (x3, y3)):
+        return False
+    w_rows = w3.stride(2) == 1 and w3.stride(1) % 16 == 0
+    w_columns = tf32 and w3.stride(1) == 1 and w3.stride(2) % 16 == 0
+    if not (w_rows or w_columns) or w3.stride(0) % 16:
         return False
     if b is not None and b.stride(0) != 1:
         return False
     return all(t.data_ptr() % 16 == 0 for t in (*mats, b) if t is not None)
+
+
+# TF32 on sm_90: wgmma reads 32-bit operands from shared memory K-major only (the PTX
+# transpose bits exist for 16-bit types), so a row-major w, N contiguous, reaches shared memory
+# through 4-byte cp.async, an element each. Compiled for sm_90 at 128x256x32: 16 16-byte
+# copies (x) and 128 4-byte copies (w) a stage and 246 registers; with a K-major w, 48 16-byte
+# copies and 210 registers (bfloat16 needs no copy: 16-byte copies either way). So a TF32
+# product on a large tile whose operand tiles are each read by `K_MAJOR_READS` programs or
+# more first copies a non-K-major operand K-major: 2 * 4 bytes an element, once, where the
+# kernel then reads it `reads` times with a quarter of the instructions.
+K_MAJOR_READS = 2
+
+
+def k_major_copies(m, n, k, precision, capability, sms, x_k_major, w_k_major) -> tuple:
+    """(copy x, copy w): which operands of an (m x k) @ (k x n) float32 product to copy
+    K-major (x row-major, w column-major) before the kernel reads them (see above). Only on
+    sm_90, for TF32 dots on a large tile (128 rows), without split-K.
+
+    Example:
+        >>> k_major_copies(1024, 4096, 4096, "tf32", (9, 0), 132, True, False)
+        (False, True)
+        >>> k_major_copies(1024, 4096, 4096, "ieee", (9, 0), 132, True, False)
+        (False, False)
+    """
+    if precision != "tf32" or tuple(capability) < (9, 0):
+        return False, False
+    p = plan(m, n, k, 1, torch.float32, capability, sms)
+    if p.split > 1 or p.config.kwargs["BLOCK_M"] < 128:
+        return False, False
+    block_m, block_n = p.config.kwargs["BLOCK_M"], p.config.kwargs["BLOCK_N"]
+    copy_x = not x_k_major and triton.cdiv(n, block_n) >= K_MAJOR_READS
+    copy_w = not w_k_major and triton.cdiv(m, block_m) >= K_MAJOR_READS
+    return copy_x, copy_w
+
+
+def _column_major(w):
+    """w (k, n) with the same values, K contiguous."""
+    return w.t().contiguous().t()
 
 
 def _launch(x3, w3, b, y3, activation, ptrs) -> tuple:
@@ -413,9 +459,10 @@ def _launch(x3, w3, b, y3, activation, ptrs) -> tuple:
     batch, m, k = x3.shape
     n = w3.shape[2]
     capability, sms = device_limits(y3.device)
-    p = plan(m, n, k, batch, x3.dtype, capability, sms, _aligned(x3, w3, b, y3))
-    code = activation_code("matmul", activation)
     precision = dot_precision(x3.dtype)
+    aligned = _aligned(x3, w3, b, y3, precision == "tf32")
+    p = plan(m, n, k, batch, x3.dtype, capability, sms, aligned)
+    code = activation_code("matmul", activation)
     bias = dict(b_ptr=b if b is not None else ptrs[2], stride_b=b.stride(0) if b is not None else 0)
     if p.split > 1:
         if m * n * p.split >= 2**31:
@@ -486,9 +533,20 @@ def _check(x, w, b, activation) -> None:
 _CACHE = route_cache()
 
 
-def _cached_route(out_shape, split, first, second):
-    """The 2-D-weight route of one signature: its launches prepared (`route_cache`)."""
+def _cached_route(out_shape, split, first, second, copies=(False, False)):
+    """The 2-D-weight route of one signature: its launches prepared (`route_cache`), and the
+    K-major copies it makes (`k_major_copies`)."""
     m, n = math.prod(out_shape[:-1]), out_shape[-1]
+    if any(copies):
+        copy_x, copy_w = copies
+
+        def route_copying(x, w, b):
+            y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+            x = x.reshape(m, x.shape[-1]).contiguous() if copy_x else x
+            first(x, _column_major(w) if copy_w else w, y if b is None else b, y)
+            return y
+
+        return route_copying
     if split == 1:
 
         def route(x, w, b):
@@ -531,14 +589,24 @@ def matmul_route(x, w, b, activation):
         if y.numel():
             # The kernels receive x and y themselves (their 2-D views' storage) where x2 is a
             # view: what the cached route passes. A copying reshape would need redoing per
-            # call, so only views are cached.
+            # call, so only views (or x copied K-major, which the route redoes) are cached.
             view = x2.data_ptr() == x.data_ptr()
+            capability, sms = device_limits(y.device)
+            copies = k_major_copies(
+                x2.shape[0], n, k, dot_precision(x.dtype), capability, sms,
+                x2.stride(1) == 1 or k == 1, w.stride(0) == 1 or k == 1,
+            )  # fmt: skip
+            if copies[0]:
+                x2 = x2.contiguous()
+            if copies[1]:
+                w = _column_major(w)
             y3 = y.view(1, x2.shape[0], n)
+            x_in = x if view and not copies[0] else x2
             split, first, second = _launch(
-                x2.unsqueeze(0), w.unsqueeze(0), b, y3, activation, (x if view else x2, w, y)
+                x2.unsqueeze(0), w.unsqueeze(0), b, y3, activation, (x_in, w, y)
             )
-            if state is not None and first is not None and view:
-                _CACHE[key] = _cached_route(y.shape, split, first(), second and second())
+            if state is not None and first is not None and (view or copies[0]):
+                _CACHE[key] = _cached_route(y.shape, split, first(), second and second(), copies)
         return y
     if x.dim() < 2:
         raise NotImplementedError(f"a rank-1 x with a batched w of shape {tuple(w.shape)}")
@@ -567,7 +635,8 @@ def aot_specs() -> list:
     integers as the launcher passes them for tensors of fewer than 2**31 elements, and unit
     strides constants, as the JIT specialises them for row-major operands. The 128x256
     configs, planned for aligned operands only, carry a seventh element: the parameters the
-    JIT then finds divisible by 16."""
+    JIT then finds divisible by 16. The float32 configs of 128-row tiles also come with w
+    K-major (`k_major_copies`: w's K stride the unit one), named `..._kmajor`."""
     relu = activation_code("matmul", "relu")
     by_config = {}
     for _, tile, half, cfg in _all_configs():
@@ -588,6 +657,12 @@ def aot_specs() -> list:
             consts.update(ACTIVATION=relu, PRECISION=precision)
             spec = KERNEL.aot_spec(f"matmul_{tt}_{suffix}", dtype, consts, cfg)
             specs.append((*spec, _ALIGNED) if tile in WIDE_TILES else spec)
+            if dtype is torch.float32 and tile[0] >= 128:
+                consts = {**consts, "stride_wk": 1}
+                del consts["stride_wn"]
+                spec = KERNEL.aot_spec(f"matmul_{tt}_{suffix}_kmajor", dtype, consts, cfg)
+                aligned = tuple("stride_wn" if a == "stride_wk" else a for a in _ALIGNED)
+                specs.append((*spec, aligned) if tile in WIDE_TILES else spec)
             if small and dtype is not torch.float16:
                 consts = dict(stride_xk=1, stride_wn=1, PRECISION=precision)
                 name = f"matmul_splitk_{tt}_{suffix}"

@@ -166,7 +166,8 @@ def test_bench_launches_mirror_the_launchers(monkeypatch):
 
                 monkeypatch.setattr(obj, "run", run)
     monkeypatch.setenv("KERATRON_TRITON_PIN", "1")  # each launcher at its first config
-    monkeypatch.setenv("KERATRON_FLOAT32_PRECISION", "ieee")
+    # TF32 dots, as `bench_launches` records them (a TF32 product may copy w K-major).
+    monkeypatch.setenv("KERATRON_FLOAT32_PRECISION", "tf32")
     gpu = types.SimpleNamespace(multi_processor_count=aot.BENCH_SMS)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: gpu)
     split = conv2d._num_splits
@@ -183,8 +184,8 @@ def test_bench_launches_mirror_the_launchers(monkeypatch):
             else a
             for a in args
         ]
-        # Both sides at the first config (what a pinned launcher runs); the launchers ask for
-        # IEEE float32 dots here, which changes no argument.
+        # Both sides at the first config (what a pinned launcher runs), the dot precision
+        # left out.
         meta = {**aot.autotune_configs(fn.__name__)[0][0], **meta}
         meta = {k: ("any" if k == "PRECISION" else v) for k, v in meta.items()
                 if k not in ("num_warps", "num_stages")}  # fmt: skip

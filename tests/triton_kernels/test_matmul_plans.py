@@ -153,6 +153,41 @@ def test_wide_tiles_only_for_aligned_operands(device):
     )
 
 
+def test_tf32_products_read_w_k_major_on_sm_90(device):
+    # wgmma reads 32-bit operands K-major: a TF32 product on a large tile copies a row-major
+    # w K-major first (and takes the 128x256 tile with it), a K-major w is read as it is, and
+    # IEEE dots, 16-bit operands, sm_80 and split-K products are launched as before.
+    from keratron.triton_kernels._common import record_launches
+
+    def launch(x, w, capability=(9, 0), sms=132):
+        device(capability, sms)
+        with record_launches() as launches:
+            MM.matmul_route(x, w, None, None)
+        (kernel, args, meta), *_ = launches
+        values = dict(zip(kernel.fn.arg_names, args))
+        return (meta["BLOCK_M"], meta["BLOCK_N"]), values["stride_wk"], values["stride_wn"]
+
+    def meta(*shape, dtype=torch.float32):
+        return torch.empty(*shape, device="meta", dtype=dtype)
+
+    x, w = meta(1024, 4096), meta(4096, 4096)
+    kt.config.set_float32_matmul_precision("tf32")
+    assert launch(x, w) == ((128, 256), 1, 4096)  # copied: K contiguous
+    assert launch(x, w.t()) == ((128, 256), 1, 4096)  # K-major already: read as it is
+    assert launch(x, w, (8, 0), 108)[1:] == (4096, 1)
+    assert launch(meta(64, 4096), meta(4096, 1024))[1:] == (1024, 1)  # split-K: no copy
+    assert launch(meta(1024, 4096, dtype=torch.bfloat16), meta(4096, 4096, dtype=torch.bfloat16))[
+        1:
+    ] == (4096, 1)
+    kt.config.set_float32_matmul_precision("ieee")
+    assert launch(x, w) == ((128, 256), 4096, 1)
+    assert launch(x, w.t()) == ((128, 128), 1, 4096)  # that form of the wide tile spills
+    assert MM.k_major_copies(1024, 4096, 4096, "tf32", (9, 0), 132, False, False) == (True, True)
+    # One tile-row reads each w tile once: no copy of w; one tile-column, none of x.
+    assert MM.k_major_copies(100, 4096, 4096, "tf32", (9, 0), 8, False, False) == (True, False)
+    assert MM.k_major_copies(1024, 200, 4096, "tf32", (9, 0), 8, False, False) == (False, True)
+
+
 # ------------------------------------------------------------------------------ the kernels
 def value_and_grads(x, w, b, activation):
     """fused_matmul's value and the gradients of sum(y * cot) w.r.t. x, w and b."""
@@ -196,6 +231,27 @@ def test_large_tile_plans_forward_and_backward(
     check_against_fallback(x, w, b, "gelu")
     assert launched.get("_matmul_kernel", 0) >= 3  # forward, dx, dw
     assert launched["tiles"][0] == tile
+
+
+def test_tf32_large_tile_forward_and_backward_with_k_major_copies(
+    device, launched, triton_backend, monkeypatch
+):
+    # TF32 on sm_90 (2 SMs, so 128-row tiles fill it): the forward copies w K-major, dw's
+    # x^T @ g copies both operands; results as the fallback's, to TF32's precision on a GPU.
+    device((9, 0), 2)
+    copied = []
+    column_major = MM._column_major
+    monkeypatch.setattr(MM, "_column_major", lambda w: copied.append(w.shape) or column_major(w))
+    kt.config.set_float32_matmul_precision("tf32")
+    m, k, n = 300, 48, 304
+    x, w, b = arrays(4, (m, k), (k, n), (n,))
+    got = value_and_grads(x, w, b, "gelu")
+    kt.config.set_kernel_backend("fallback")
+    want = value_and_grads(x, w, b, "gelu")
+    for g, r in zip(got, want):
+        assert_close(torch.from_numpy(g), torch.from_numpy(r), 5e-3)
+    assert (k, n) in copied  # the forward's w
+    assert launched["tiles"][0] == (128, 256)
 
 
 @pytest.mark.parametrize("m, k, n", [(5, 520, 530), (37, 1000, 45)])
