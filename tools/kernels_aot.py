@@ -27,7 +27,10 @@ dynamic + 1 KiB the driver reserves, in 128-byte units, out of the SM's largest 
 at most 64 warps and 32 blocks per SM.
 
 Reading the numbers: ptxas keeps spilled registers in the stack frame, so "stack" + "local"
-above zero means spills (Triton kernels make no calls and have no local arrays). sm_90 cubins
+above zero means spills (Triton kernels make no calls and have no local arrays). "cp w/n"
+counts the asynchronous global-to-shared copies in the SASS, wide (8-16 bytes) and narrow (4
+bytes): narrow ones copy an operand tile an element at a time, as a TF32 wgmma's 32-bit
+operand that is not K-major needs on sm_90. sm_90 cubins
 that use shared memory carry a 1 KiB static section; it is counted as static shared memory, on
 top of the driver's reserve, which may understate sm_90 occupancy by a block where shared
 memory binds. `CompiledKernel.n_regs` / `n_spills` exist only once a kernel is loaded on a
@@ -76,6 +79,7 @@ __all__ = [
     "all_specs",
     "build",
     "occupancy",
+    "parse_async_copies",
     "parse_res_usage",
     "workloads",
     "roofline",
@@ -509,6 +513,10 @@ class Result:
     local: int = 0  # bytes of local memory per thread besides the stack
     smem_static: int = 0
     smem_dynamic: int = 0  # what Triton asks for at launch (metadata.shared)
+    # Asynchronous global-to-shared copies (LDGSTS) of 8 or 16 bytes, and of 4 (an element
+    # each); None where the build did not disassemble (`build(..., copies=True)`).
+    copies_wide: int | None = None
+    copies_narrow: int | None = None
     occ: dict = dataclasses.field(default_factory=dict)
 
     @property
@@ -537,6 +545,30 @@ def parse_res_usage(text: str) -> dict:
     return dict(regs=regs, stack=stack, smem_static=shared, local=local)
 
 
+_LDGSTS = re.compile(r"\bLDGSTS((?:\.\w+)*)")
+
+
+def parse_async_copies(sass: str) -> dict:
+    """The asynchronous global-to-shared copies (`cp.async`, SASS `LDGSTS`) in a cubin's SASS:
+    `copies_wide` of 8 or 16 bytes (suffix .64 or .128), `copies_narrow` of 4 bytes (an
+    element each). A kernel that copies an operand tile element by element makes the narrow
+    ones: on sm_90, a 32-bit operand that is not K-major on its way to a TF32 wgmma.
+
+    Example:
+        >>> parse_async_copies("LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64] ;\\n"
+        ...                    "LDGSTS.E [R3+0x80], desc[UR4][R4.64] ;")
+        {'copies_wide': 1, 'copies_narrow': 1}
+    """
+    wide = narrow = 0
+    for suffixes in _LDGSTS.findall(sass):
+        parts = suffixes.split(".")
+        if "128" in parts or "64" in parts:
+            wide += 1
+        else:
+            narrow += 1
+    return dict(copies_wide=wide, copies_narrow=narrow)
+
+
 def default_cache_dir() -> str:
     return os.environ.get("KERATRON_AOT_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "keratron", "triton-aot"
@@ -556,8 +588,9 @@ def _worker_init(cache_dir: str) -> None:
 
 
 def _compile(job) -> dict:
-    """Compiles one (spec, target) in a worker; returns the fields of a Result."""
-    spec, target = job
+    """Compiles one (spec, target, count copies) in a worker; returns the fields of a
+    Result."""
+    spec, target, copies = job
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -585,13 +618,18 @@ def _compile(job) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
+        # The disassembly takes ~0.5 s a cubin (nvdisasm), the resource line ~2 ms.
+        flags = ["-res-usage", "-sass"] if copies else ["-res-usage"]
         out = subprocess.run(
-            [cuobjdump, "-res-usage", f.name], capture_output=True, text=True, check=True
+            [cuobjdump, *flags, f.name], capture_output=True, text=True, check=True
         ).stdout
-    return dict(ok=True, smem_dynamic=int(kernel.metadata.shared), **parse_res_usage(out))
+    fields = dict(ok=True, smem_dynamic=int(kernel.metadata.shared), **parse_res_usage(out))
+    return {**fields, **parse_async_copies(out)} if copies else fields
 
 
-def build(specs, targets=("sm_90", "sm_80"), jobs: int = 2, cache_dir=None, progress=None):
+def build(
+    specs, targets=("sm_90", "sm_80"), jobs: int = 2, cache_dir=None, progress=None, copies=False
+):
     """Compiles every spec once per target in a pool of `jobs` processes.
 
     Args:
@@ -606,14 +644,14 @@ def build(specs, targets=("sm_90", "sm_80"), jobs: int = 2, cache_dir=None, prog
     """
     cache_dir = cache_dir or default_cache_dir()
     os.makedirs(cache_dir, exist_ok=True)
-    work = [(spec, target) for spec in specs for target in targets]
+    work = [(spec, target, copies) for spec in specs for target in targets]
     results = []
     # Spawned, not forked: a worker must import the kernels afresh (the caller may have them
     # interpreted), and forking a process that runs torch's thread pools is unsafe.
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
                              initargs=(cache_dir,)) as pool:  # fmt: skip
-        for (spec, target), fields in zip(work, pool.map(_compile, work, chunksize=1)):
+        for (spec, target, _), fields in zip(work, pool.map(_compile, work, chunksize=1)):
             res = Result(spec, target, **fields)
             if res.ok:
                 res.occ = occupancy(SMS[target], res.regs, res.smem, spec.num_warps)
@@ -761,16 +799,22 @@ def _status(r: Result) -> str:
     return "launch fails" if r.occ["blocks"] == 0 else "ok"
 
 
+def _copies(r: Result) -> str:
+    return "-" if r.copies_wide is None else f"{r.copies_wide}/{r.copies_narrow}"
+
+
 def resource_table(results) -> str:
     """One row per kernel spec x target: config, registers per thread, stack and local bytes
     (spills), static and dynamic shared memory, and the occupancy they imply: resident
     blocks per SM allowed by registers / shared memory / warps, the resulting blocks and
-    warps per SM, and which limit binds."""
+    warps per SM, and which limit binds; then the asynchronous copies in the code, wide (8-16
+    bytes) / narrow (4 bytes, an element each: `parse_async_copies`)."""
     width = max([len("kernel spec"), *(len(r.spec.label) for r in results)])
     head = (
         f"{'kernel spec':<{width}} {'target':<6} {'tiles':<17} {'w':>2} {'s':>1} {'thr':>4} "
         f"{'regs':>4} {'stack':>5} {'local':>5} {'smem st':>7} {'smem dyn':>8} "
-        f"{'blk r/s/w':>10} {'blk':>3} {'warps':>5} {'occ':>4} {'limit':<6} status"
+        f"{'blk r/s/w':>10} {'blk':>3} {'warps':>5} {'occ':>4} {'limit':<6} {'cp w/n':>7} "
+        "status"
     )
     lines = [head, "-" * len(head)]
     for r in results:
@@ -785,33 +829,36 @@ def resource_table(results) -> str:
             row += (
                 f" {r.regs:>4} {r.stack:>5} {r.local:>5} {r.smem_static:>7} {r.smem_dynamic:>8} "
                 f"{limits:>10} {o['blocks']:>3} {o['warps']:>5} {o['occupancy']:>4.0%} "
-                f"{o['limiter']:<6}"
+                f"{o['limiter']:<6} {_copies(r):>7}"
             )
         else:
-            row += " " * 68
+            row += " " * 76
         lines.append(f"{row} {_status(r)}")
     return "\n".join(lines)
 
 
 def resource_summary(results) -> str:
     """Per kernel and target: specs compiled, failures, max registers, spilling specs, max
-    shared memory (static + dynamic) and the occupancy range."""
+    shared memory (static + dynamic), the occupancy range and the specs that copy into shared
+    memory element by element (4-byte asynchronous copies)."""
     groups: dict = {}
     for r in results:
         groups.setdefault((r.spec.module, r.spec.kernel, r.target), []).append(r)
     head = (
         f"{'module':<13} {'kernel':<30} {'target':<6} {'specs':>5} {'failed':>6} "
-        f"{'max regs':>8} {'spilling':>8} {'max smem':>9} {'occupancy':>11}"
+        f"{'max regs':>8} {'spilling':>8} {'max smem':>9} {'occupancy':>11} {'4B copies':>9}"
     )
     lines = [head, "-" * len(head)]
     for (module, kernel, target), rs in groups.items():
         ok = [r for r in rs if r.ok]
+        narrow = sum(bool(r.copies_narrow) for r in ok)
         occ = [r.occ["occupancy"] for r in ok]
         occ_range = f"{min(occ):.0%}-{max(occ):.0%}" if occ else "-"
         lines.append(
             f"{module:<13} {kernel:<30} {target:<6} {len(rs):>5} {len(rs) - len(ok):>6} "
             f"{max((r.regs for r in ok), default=0):>8} {sum(r.spill > 0 for r in ok):>8} "
-            f"{max((r.smem for r in ok), default=0):>9} {occ_range:>11}"
+            f"{max((r.smem for r in ok), default=0):>9} {occ_range:>11} "
+            f"{narrow if any(r.copies_wide is not None for r in ok) else '-':>9}"
         )
     return "\n".join(lines)
 
@@ -964,7 +1011,7 @@ def main(argv=None) -> int:
             if done % 50 == 0 or done == total:
                 print(f"compiled {done}/{total}", file=sys.stderr, flush=True)
 
-        results = build(specs, targets, args.jobs, args.cache_dir, progress)
+        results = build(specs, targets, args.jobs, args.cache_dir, progress, copies=True)
         elapsed = time.perf_counter() - start
         print(f"Resources of {len(specs)} kernel specs x {len(targets)} targets "
               f"({elapsed:.0f} s; cache {args.cache_dir or default_cache_dir()})\n")  # fmt: skip

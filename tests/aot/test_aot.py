@@ -87,6 +87,22 @@ def test_benchmark_launches_are_compiled_at_every_config(specs):
             assert (kernel, sig, consts, divisible, warps, stages) in keys, (kernel, case, tiles)
 
 
+def test_tf32_matmul_copies_a_k_major_w_in_16_byte_pieces_on_sm_90(specs):
+    # wgmma reads 32-bit operands K-major: on sm_90 the row-major w of the 128x256 TF32 tile
+    # reaches shared memory an element at a time, the K-major w (what `k_major_copies` makes)
+    # 16 bytes at a time; sm_80's mma.sync takes either layout in 16-byte copies.
+    wide = [s for s in specs if s.origin == "module" and s.name.startswith("matmul_fp32_128x256")]
+    assert sorted(s.name.endswith("_kmajor") for s in wide) == [False, True]
+    results = aot.build(wide, TARGETS, jobs=2, copies=True)
+    got = {(r.spec.name.endswith("_kmajor"), r.target): r for r in results}
+    rows, k_major = got[False, "sm_90"], got[True, "sm_90"]
+    assert rows.copies_narrow > 0 and rows.copies_wide > 0
+    assert k_major.copies_narrow == 0 and k_major.copies_wide > 0
+    assert got[False, "sm_80"].copies_narrow == 0
+    table = aot.resource_table(results).splitlines()
+    assert " cp w/n " in table[0] and f" {rows.copies_wide}/{rows.copies_narrow} " in table[2]
+
+
 def test_report_has_a_row_per_spec_and_target(results):
     table = aot.resource_table(results).splitlines()
     assert len(table) == 2 + len(results)
