@@ -28,6 +28,9 @@ Budgets (P = N * OH * OW output positions, e = bytes per element):
   112x112x32 shape).
 
 float32 `tl.dot` multiplies at `keratron.config.float32_matmul_precision()` (IEEE or TF32).
+On sm_90 a TF32 forward reads a K-major copy of the kernel (`k_major_weights`): wgmma takes
+32-bit operands K-major only, and the (KH*KW*CG x F) kernel, F contiguous, otherwise reaches
+shared memory through 4-byte asynchronous copies, an element each.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from keratron.triton_kernels._common import (
     Kernel,
     activate,
     activation_code,
+    device_limits,
     dot_precision,
     launch_state,
     multiprocessor_count,
@@ -77,16 +81,20 @@ def _epilogue(acc, b_ptr, offs_f, f_mask, HAS_BIAS: tl.constexpr, ACTIVATION: tl
 @triton.jit
 def conv_fwd_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
-    N, H, W, C, OH, OW, F, KH, KW, CG, FG,
+    N, H, W, C, OH, OW, F, KH, KW, CG, FG, WKS,
     sxn, sxh, sxw, sxc,
     SH, SW, PH, PW, DH, DW,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PRECISION: tl.constexpr,
+    W_K_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """y[p, g*FG + f] = sum_r x_gathered[p, r] * w[r, g*FG + f], r = (kh*KW + kw)*CG + c.
 
     Grid: (cdiv(N*OH*OW, BLOCK_M), cdiv(FG, BLOCK_N), groups). The reduction index r is
     flattened over taps and channels, so small channel counts (the RGB stem) waste no lanes.
+    With W_K_MAJOR, w is the kernel as (F, WKS) rows, r contiguous and zero past KH*KW*CG
+    (`k_major_weights`), WKS a multiple of 16: the JIT then copies its tiles 16 bytes at a
+    time.
     """
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -102,6 +110,7 @@ def conv_fwd_kernel(
     iw0 = ow * SW - PW
     x_row = x_ptr + n * sxn + grp * CG * sxc
     w_col = w_ptr + grp * FG + offs_f
+    w_row = w_ptr + (grp * FG + offs_f) * WKS
     K = KH * KW * CG
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
@@ -116,11 +125,18 @@ def conv_fwd_kernel(
         a = tl.load(
             x_row[:, None] + ih * sxh + iw * sxw + (c * sxc)[None, :], mask=a_mask, other=0.0
         )
-        b = tl.load(
-            w_col[None, :] + offs_k[:, None] * F,
-            mask=k_mask[:, None] & f_mask[None, :],
-            other=0.0,
-        )
+        if W_K_MAJOR:
+            b = tl.load(
+                w_row[None, :] + offs_k[:, None],
+                mask=(offs_k < WKS)[:, None] & f_mask[None, :],
+                other=0.0,
+            )
+        else:
+            b = tl.load(
+                w_col[None, :] + offs_k[:, None] * F,
+                mask=k_mask[:, None] & f_mask[None, :],
+                other=0.0,
+            )
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     acc = _epilogue(acc, b_ptr, grp * FG + offs_f, f_mask, HAS_BIAS, ACTIVATION)
     y_ptrs = y_ptr + offs_m[:, None] * F + (grp * FG + offs_f)[None, :]
@@ -615,6 +631,38 @@ def _cached(cache: dict, key: tuple) -> tuple:
         return None, None
 
 
+# A TF32 forward on sm_90 whose kernel tiles are each read by this many row tiles or more
+# copies the kernel K-major first (`k_major_weights`; the copy is the kernel's size).
+K_MAJOR_READS = 2
+
+
+def k_major_weights(k) -> tuple:
+    """`(w, WKS)`: the kernel (..., CG, F) as F rows of its KH*KW*CG reduction entries, each row
+    padded with zeros to WKS, the next multiple of 16 (16-byte aligned rows: the JIT proves
+    the copies' alignment from WKS). What `conv_fwd_kernel` reads with W_K_MAJOR.
+
+    Example:
+        >>> w, wks = k_major_weights(torch.arange(2 * 3 * 5.0).reshape(1, 2, 3, 5))
+        >>> tuple(w.shape), wks, w[1, :6].tolist(), float(w[:, 6:].abs().sum())
+        ((5, 16), 16, [1.0, 6.0, 11.0, 16.0, 21.0, 26.0], 0.0)
+    """
+    f = k.shape[-1]
+    rows = k.reshape(-1, f)
+    wks = triton.cdiv(rows.shape[0], 16) * 16
+    w = torch.zeros((f, wks), dtype=k.dtype, device=k.device)
+    w[:, : rows.shape[0]] = rows.t()
+    return w, wks
+
+
+def _reads_k_major(precision: str, device, positions: int) -> bool:
+    """Whether a forward of `positions` output positions reads the kernel K-major: TF32 dots
+    on sm_90, the kernel re-read by `K_MAJOR_READS` row tiles (of the first config's rows)."""
+    capability, _ = device_limits(device)
+    if precision != "tf32" or tuple(capability) < (9, 0):
+        return False
+    return triton.cdiv(positions, CONFIGS[0].kwargs["BLOCK_M"]) >= K_MAJOR_READS
+
+
 def conv_route(x, k, b, strides, padding, dilation, groups, activation):
     """Triton route of the "conv" primitive: same signature and result as its impl.
 
@@ -652,6 +700,7 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
         y_out = y.squeeze(1) if nd == 1 else y
         args = dict(x_ptr=x_in, w_ptr=wt, b_ptr=y_out if b is None else bias, y_ptr=y_out)
         args.update(_sizes(n, h, w, c, oh, ow, f, kh, kw))
+        k_major = False
         args.update(_strides("sx", x), SH=sh, SW=sw, PH=pt, PW=pl, DH=dh, DW=dw)
         args.update(HAS_BIAS=b is not None, ACTIVATION=code)
         p = n * oh * ow
@@ -667,19 +716,26 @@ def conv_route(x, k, b, strides, padding, dilation, groups, activation):
                 return (triton.cdiv(p, m["BLOCK_M"]), triton.cdiv(fg, m["BLOCK_N"]), groups)
 
             precision = dot_precision(x.dtype)
-            relaunch = CONV_FWD.launch(grid, CG=cg, FG=fg, PRECISION=precision, **args)
+            k_major = _reads_k_major(precision, x.device, p)
+            wks = 0
+            if k_major:
+                args["w_ptr"], wks = k_major_weights(k_in)
+            relaunch = CONV_FWD.launch(
+                grid, CG=cg, FG=fg, WKS=wks, PRECISION=precision, W_K_MAJOR=k_major, **args
+            )
         if key is not None and relaunch is not None:
-            _FWD_CACHE[key] = _cached_forward(y_out.shape, relaunch())
+            _FWD_CACHE[key] = _cached_forward(y_out.shape, relaunch(), k_major)
     return y.squeeze(1) if nd == 1 else y
 
 
-def _cached_forward(shape, relaunch):
+def _cached_forward(shape, relaunch, k_major=False):
     """The forward route of one signature (`route_cache`): a height-1 (1-D) convolution passes
-    its unsqueezed tensors' storage as is."""
+    its unsqueezed tensors' storage as is; a K-major read copies the kernel each call."""
 
     def route(x, k, b):
         y = torch.empty(shape, dtype=x.dtype, device=x.device)
-        relaunch(x, k.contiguous(), y if b is None else b.contiguous(), y)
+        w = k_major_weights(k)[0] if k_major else k.contiguous()
+        relaunch(x, w, y if b is None else b.contiguous(), y)
         return y
 
     return route
@@ -864,9 +920,9 @@ def aot_specs() -> list:
 
     Returns a list of `(kernel_name, jit_function, signature, constexprs, num_warps,
     num_stages)`: float32 for every config (TF32 dots; the forward with its bias + relu or
-    relu6 epilogue), and float16 / bfloat16 with each kernel's first config. Integer arguments
-    are left unspecialised (no stride known to be 1 or divisible by 16): the worst case for
-    registers.
+    relu6 epilogue, and reading a K-major kernel as well, `..._kmajor`), and float16 /
+    bfloat16 with each kernel's first config. Integer arguments are left unspecialised (no
+    stride known to be 1 or divisible by 16): the worst case for registers.
     """
     epilogue = dict(HAS_BIAS=True, ACTIVATION=activation_code("conv", "relu"))
     kernels = [
@@ -887,5 +943,11 @@ def aot_specs() -> list:
                     consts["PRECISION"] = "tf32" if dtype == torch.float32 else "ieee"
                 tiles = "x".join(str(v) for v in cfg.kwargs.values())
                 label = f"{name}_{str(dtype)[6:]}_{tiles}_w{cfg.num_warps}_s{cfg.num_stages}"
-                specs.append(kernel.aot_spec(label, dtype, consts, cfg))
+                if "W_K_MAJOR" not in kernel.constexprs:
+                    specs.append(kernel.aot_spec(label, dtype, consts, cfg))
+                    continue
+                specs.append(kernel.aot_spec(label, dtype, dict(consts, W_K_MAJOR=False), cfg))
+                if dtype == torch.float32:
+                    k_major = dict(consts, W_K_MAJOR=True)
+                    specs.append(kernel.aot_spec(label + "_kmajor", dtype, k_major, cfg))
     return specs

@@ -311,12 +311,46 @@ def test_unsupported_dtype_is_a_clear_error_on_the_triton_backend(triton_backend
     assert triton_backend.launch_counts().get("conv", 0) == 0
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+def test_tf32_forward_reads_the_kernel_k_major_on_sm_90(triton_backend, monkeypatch, groups):
+    # wgmma takes 32-bit operands K-major: under TF32 on sm_90 the forward copies the kernel
+    # as F rows of its reduction (zero-padded to a multiple of 16) and reads that; the values
+    # are the fallback's to TF32's precision on a GPU. IEEE dots read the kernel as it is.
+    copies = []
+    k_major_weights = KERNELS.k_major_weights
+    monkeypatch.setattr(
+        KERNELS, "k_major_weights", lambda k: copies.append(tuple(k.shape)) or k_major_weights(k)
+    )
+    monkeypatch.setattr(KERNELS, "device_limits", lambda device: ((9, 0), 132))
+    x, k, b = arrays(8, (2, 9, 11, 6), (3, 3, 6 // groups, 8), (8,))
+
+    def fn(x, k, b):
+        return ops.fused_conv(x, k, b, "relu", 1, "same", groups=groups)
+
+    kt.config.set_float32_matmul_precision("tf32")
+    want, cot = run("fallback", fn, [x, k, b])
+    got, _ = run("triton", fn, [x, k, b], cot)
+    for g, w in zip(got, want):
+        scale = max(float(np.abs(w).max()), 1e-6)
+        assert float(np.abs(g - w).max()) <= 5e-3 * scale
+    assert copies and set(copies) == {k.shape}
+    copies.clear()
+    kt.config.set_float32_matmul_precision("ieee")
+    run("triton", fn, [x, k, b], cot)
+    assert copies == []
+    w, wks = k_major_weights(torch.from_numpy(k))
+    rows = k.size // 8
+    assert wks % 16 == 0 and wks >= rows and tuple(w.shape) == (8, wks)
+    np.testing.assert_array_equal(w[:, :rows].cpu().numpy(), k.reshape(rows, 8).T)
+    assert not w[:, rows:].any()
+
+
 def test_aot_specs_cover_every_kernel_and_config():
     specs = conv2d.aot_specs()
     assert len({id(s[1]) for s in specs}) == 6
     float32 = [s for s in specs if "_float32_" in s[0]]
     n_configs = (
-        len(conv2d.CONFIGS)
+        2 * len(conv2d.CONFIGS)  # the forward reading the kernel as it is and K-major
         + len(conv2d.GRAD_INPUT_CONFIGS)
         + len(conv2d.GRAD_FILTER_CONFIGS)
         + 2 * len(conv2d.DEPTHWISE_CONFIGS)
