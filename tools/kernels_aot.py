@@ -267,20 +267,23 @@ def launch_specs() -> dict:
     return specs
 
 
-def autotune_configs(kernel: str) -> list:
+def autotune_configs(kernel: str, dtype="fp32", precision=None) -> list:
     """`(meta-parameters, num_warps, num_stages)` of each config autotune may pick for
-    `kernel` (a jit function's name); KeyError for a kernel no launch spec names."""
-    return [(dict(c.kwargs), c.num_warps, c.num_stages) for c in launch_specs()[kernel].configs]
+    `kernel` (a jit function's name) on `dtype` data at dot `precision` (`Kernel.configs_at`);
+    KeyError for a kernel no launch spec names."""
+    configs = launch_specs()[kernel].configs_at(dtype, precision)
+    return [(dict(c.kwargs), c.num_warps, c.num_stages) for c in configs]
 
 
-def launch_configs(kernel: str, meta: dict) -> list:
-    """`(meta-parameters, num_warps, num_stages)` a recorded launch of `kernel` may run at:
-    the config its launcher chose (recorded in `meta` with its num_warps and num_stages, as
-    the matmul launcher records its shape-and-device plan), else every autotune config."""
+def launch_configs(kernel: str, meta: dict, dtype="fp32") -> list:
+    """`(meta-parameters, num_warps, num_stages)` a recorded launch of `kernel` on `dtype`
+    data may run at: the config its launcher chose (recorded in `meta` with its num_warps and
+    num_stages, as the matmul launcher records its shape-and-device plan), else every
+    autotune config at the launch's PRECISION."""
     if "num_warps" in meta:
         names = launch_specs()[kernel].configs[0].kwargs
         return [({n: meta[n] for n in names}, meta["num_warps"], meta["num_stages"])]
-    return autotune_configs(kernel)
+    return autotune_configs(kernel, dtype, meta.get("PRECISION"))
 
 
 # ------------------------------------------------------------------------------ benchmark shapes
@@ -480,10 +483,11 @@ def benchmark_specs(dtypes=("float32",)) -> list:
     config each may run at (`launch_configs`; launches that specialise alike share their
     specs)."""
     specs, seen = [], set()
-    launches = [launch for dtype in dtypes for launch in bench_launches(dtype)]
-    for module, kernel, args, meta, case in launches:
+    launches = [(dtype, launch) for dtype in dtypes for launch in bench_launches(dtype)]
+    for dtype, (module, kernel, args, meta, case) in launches:
         fn = _kernel(module, kernel)
-        for i, (tiles, warps, stages) in enumerate(launch_configs(kernel, meta)):
+        configs = launch_configs(kernel, meta, getattr(torch, dtype))
+        for i, (tiles, warps, stages) in enumerate(configs):
             sig, consts, divisible = specialise(fn, args, {**meta, **tiles})
             key = (module, kernel, sig, consts, divisible, warps, stages)
             if key in seen:

@@ -392,20 +392,27 @@ class Kernel:
         dynamic: integer arguments whose value changes from launch to launch without changing
             the grid or the config (a time step): the launch cache keys them by Triton's
             specialisation class (1, a multiple of 16, 64-bit) instead of their value.
+        ieee_configs: the configs of a float32 launch at IEEE precision (PRECISION="ieee"),
+            where they differ from `configs`: such a dot runs on the CUDA cores, which read
+            its operand tiles through registers, so a tile that fits beside a TF32 or 16-bit
+            dot spills or does not compile (`configs_at`).
     """
 
-    def __init__(self, fn, configs, key, op: str, pointer_types=None, dynamic=()):
+    def __init__(
+        self, fn, configs, key, op: str, pointer_types=None, dynamic=(), ieee_configs=None
+    ):
         self.fn = fn
         self.configs = configs
+        self.ieee_configs = configs if ieee_configs is None else ieee_configs
         self.key = list(key)
         self.op = op
         self.pointer_types = dict(pointer_types or {})
         self.name = fn.fn.__name__
         self.constexprs = _constexpr_names(fn)
         self.arg_names = tuple(n for n in fn.arg_names if n not in self.constexprs)
-        self._tuned = None
+        self._tuned: dict = {}  # the autotuner of each config list, by id
         tuned = tuple(configs[0].kwargs)
-        if any(tuple(c.kwargs) != tuned for c in configs) or (
+        if any(tuple(c.kwargs) != tuned for c in (*configs, *self.ieee_configs)) or (
             tuned and tuple(fn.arg_names[-len(tuned) :]) != tuned
         ):
             raise ValueError(f"{self.name}: every config must set the trailing constexprs {tuned}")
@@ -422,12 +429,33 @@ class Kernel:
         KERNELS.append(self)
 
     def forget(self) -> None:
-        """Drops the autotuner (and its tuned configs) and the JIT function's compiled kernels."""
-        self._tuned = None
+        """Drops the autotuners (and their tuned configs) and the JIT function's compiled
+        kernels."""
+        self._tuned.clear()
         self._bound.clear()
         caches = getattr(self.fn, "device_caches", None)  # an interpreted function has none
         if caches is not None:
             caches.clear()
+
+    def configs_at(self, dtype, precision: str) -> list:
+        """The configs a launch on `dtype` data (a torch dtype or Triton name) at dot
+        `precision` may run: `ieee_configs` for float32 at "ieee", else `configs`."""
+        float32 = dtype in (torch.float32, "fp32")
+        return self.ieee_configs if float32 and precision == "ieee" else self.configs
+
+    def _configs_for(self, values: dict) -> list:
+        """`configs_at` for a launch's named values: the data dtype is the most common of
+        its tensors' (pointers named in `pointer_types` aside)."""
+        precision = values.get("PRECISION")
+        if precision is None or self.ieee_configs is self.configs:
+            return self.configs
+        dtypes = [
+            v.dtype
+            for n, v in values.items()
+            if isinstance(v, torch.Tensor) and n not in self.pointer_types
+        ]
+        dtype = max(set(dtypes), key=dtypes.count) if dtypes else None
+        return self.configs_at(dtype, precision)
 
     def args(self, values: dict) -> tuple:
         """The positional runtime arguments, in the kernel's order, from named `values`."""
@@ -493,16 +521,20 @@ class Kernel:
         the compiled kernel and the config it ran."""
         meta = {n: values[n] for n in self.constexprs if n in values}
         args = self.args({n: v for n, v in values.items() if n not in meta})
+        configs = self._configs_for(values)
         if config is not None or pin_configs():
-            cfg = config if config is not None else self.configs[0]
+            cfg = config if config is not None else configs[0]
             kernel = self.fn[grid(cfg.kwargs)](
                 *args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages
             )
             return kernel, cfg
-        if self._tuned is None:
-            self._tuned = triton.autotune(configs=self.configs, key=self.key)(self.fn)
-        kernel = self._tuned[grid](*args, **meta)
-        return kernel, self._tuned.best_config
+        tuned = self._tuned.get(id(configs))
+        if tuned is None:
+            tuned = self._tuned[id(configs)] = triton.autotune(configs=configs, key=self.key)(
+                self.fn
+            )
+        kernel = tuned[grid](*args, **meta)
+        return kernel, tuned.best_config
 
     def bound_signatures(self) -> list:
         """The signatures this kernel has a bound launch for (a list of keys, for tests)."""

@@ -504,6 +504,26 @@ GRAD_FILTER_CONFIGS = [
     _cfg(8, 3, BLOCK_M=128, BLOCK_N=32, BLOCK_K=32),
     _cfg(4, 3, BLOCK_M=64, BLOCK_N=32, BLOCK_K=16),
 ]
+# Float32 at IEEE precision (a dot on the CUDA cores reads its operands through registers):
+# the 32-deep 64x64, 128x64 and 64x128 tiles of 8 warps spill 32-288 bytes per thread on
+# sm_80 (the forward, grad-input and grad-filter alike), 16-deep they compile within
+# 134-202 registers on both targets but for 64x128, which still spills 8 bytes 16 deep
+# (the forward on sm_90, the grad-filter on sm_80; more at 16 warps or 2 stages), so IEEE
+# leaves 64x128 out.
+IEEE_CONFIGS = [
+    _cfg(8, 3, BLOCK_M=64, BLOCK_N=64, BLOCK_K=16),
+    _cfg(8, 3, BLOCK_M=128, BLOCK_N=64, BLOCK_K=16),
+    *CONFIGS[3:],
+]
+IEEE_GRAD_INPUT_CONFIGS = [
+    _cfg(8, 3, BLOCK_M=64, BLOCK_N=64, BLOCK_K=16),
+    *GRAD_INPUT_CONFIGS[1:],
+]
+IEEE_GRAD_FILTER_CONFIGS = [
+    GRAD_FILTER_CONFIGS[0],
+    _cfg(8, 3, BLOCK_M=128, BLOCK_N=64, BLOCK_K=16),
+    *GRAD_FILTER_CONFIGS[3:],
+]
 # Direct depthwise tiles: (positions x channels), channels contiguous; at most 16 elements
 # per thread.
 DEPTHWISE_CONFIGS = [
@@ -533,15 +553,19 @@ DEPTHWISE_GRAD_FILTER_CONFIGS = [
 _TUNING_KEY = ["N", "H", "W", "C", "OH", "OW", "F", "KH", "KW", "CG", "MULT", "SH", "SW"]
 
 
-def _kernel(fn, configs, op, **pointer_types):
-    return Kernel(fn, configs, [k for k in _TUNING_KEY if k in fn.arg_names], op, pointer_types)
+def _kernel(fn, configs, op, ieee=None, **pointer_types):
+    key = [k for k in _TUNING_KEY if k in fn.arg_names]
+    return Kernel(fn, configs, key, op, pointer_types, ieee_configs=ieee)
 
 
-CONV_FWD = _kernel(conv_fwd_kernel, CONFIGS, "conv")
+CONV_FWD = _kernel(conv_fwd_kernel, CONFIGS, "conv", IEEE_CONFIGS)
 CONV_GRAD_INPUT = _kernel(
-    conv_grad_input_kernel, GRAD_INPUT_CONFIGS, "conv_grad_input", taps_ptr="i32"
+    conv_grad_input_kernel, GRAD_INPUT_CONFIGS, "conv_grad_input", IEEE_GRAD_INPUT_CONFIGS,
+    taps_ptr="i32",
+)  # fmt: skip
+CONV_GRAD_FILTER = _kernel(
+    conv_grad_filter_kernel, GRAD_FILTER_CONFIGS, "conv_grad_filter", IEEE_GRAD_FILTER_CONFIGS
 )
-CONV_GRAD_FILTER = _kernel(conv_grad_filter_kernel, GRAD_FILTER_CONFIGS, "conv_grad_filter")
 DEPTHWISE_FWD = _kernel(depthwise_fwd_kernel, DEPTHWISE_CONFIGS, "conv")
 DEPTHWISE_GRAD_INPUT = _kernel(depthwise_grad_input_kernel, DEPTHWISE_CONFIGS, "conv_grad_input")
 DEPTHWISE_GRAD_FILTER = _kernel(
@@ -919,10 +943,12 @@ def aot_specs() -> list:
     """Every kernel x config for the ahead-of-time compile report.
 
     Returns a list of `(kernel_name, jit_function, signature, constexprs, num_warps,
-    num_stages)`: float32 for every config (TF32 dots; the forward with its bias + relu or
-    relu6 epilogue, and reading a K-major kernel as well, `..._kmajor`), and float16 /
-    bfloat16 with each kernel's first config. Integer arguments are left unspecialised (no
-    stride known to be 1 or divisible by 16): the worst case for registers.
+    num_stages)`: float32 for every config, with TF32 dots (the forward with its bias + relu
+    or relu6 epilogue, and reading a K-major kernel as well, `..._kmajor`) and with IEEE dots
+    at the IEEE configs (`..._ieee`; the K-major kernel is read under TF32 only), and
+    float16 / bfloat16 with each kernel's first config. Integer arguments are left
+    unspecialised (no stride known to be 1 or divisible by 16): the worst case for
+    registers.
     """
     epilogue = dict(HAS_BIAS=True, ACTIVATION=activation_code("conv", "relu"))
     kernels = [
@@ -936,18 +962,23 @@ def aot_specs() -> list:
     ]
     specs = []
     for name, kernel, extra in kernels:
-        for dtype in FLOAT_DTYPES:
-            for cfg in kernel.configs if dtype == torch.float32 else kernel.configs[:1]:
-                consts = dict(extra)
-                if "PRECISION" in kernel.constexprs:  # the tl.dot kernels
-                    consts["PRECISION"] = "tf32" if dtype == torch.float32 else "ieee"
+        dot = "PRECISION" in kernel.constexprs  # the tl.dot kernels
+        cases = [(torch.float32, "tf32", kernel.configs)]
+        if dot:
+            cases.append((torch.float32, "ieee", kernel.ieee_configs))
+        cases += [(dtype, "ieee", kernel.configs[:1]) for dtype in FLOAT_DTYPES[1:]]
+        for dtype, precision, configs in cases:
+            for cfg in configs:
+                consts = dict(extra, PRECISION=precision) if dot else dict(extra)
                 tiles = "x".join(str(v) for v in cfg.kwargs.values())
                 label = f"{name}_{str(dtype)[6:]}_{tiles}_w{cfg.num_warps}_s{cfg.num_stages}"
+                if dtype == torch.float32 and precision == "ieee":
+                    label += "_ieee"
                 if "W_K_MAJOR" not in kernel.constexprs:
                     specs.append(kernel.aot_spec(label, dtype, consts, cfg))
                     continue
                 specs.append(kernel.aot_spec(label, dtype, dict(consts, W_K_MAJOR=False), cfg))
-                if dtype == torch.float32:
+                if dtype == torch.float32 and precision == "tf32":
                     k_major = dict(consts, W_K_MAJOR=True)
                     specs.append(kernel.aot_spec(label + "_kmajor", dtype, k_major, cfg))
     return specs

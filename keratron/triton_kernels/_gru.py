@@ -55,6 +55,7 @@ import triton
 import triton.language as tl
 
 from keratron.triton_kernels._common import (
+    FLOAT_DTYPES,
     TRITON_TYPES,
     Kernel,
     activate,
@@ -729,21 +730,48 @@ DKERNEL_CONFIGS = [
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4, num_stages=2),
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4, num_stages=3),
 ]
-FWD_RESIDENT = Kernel(
-    _gru_fwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "gru", {"m_ptr": "u8"}
-)
-BWD_RESIDENT = Kernel(
-    _gru_bwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "gru_grad", {"m_ptr": "u8"}
-)
-DKERNEL = Kernel(_gru_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "gru_grad")
 # The streamed forward: a batch tile for the whole sequence, a unit tile and a K tile inside
 # each step; not pipelined (num_stages=1), as the LSTM's streamed kernels.
 SEQ_CONFIGS = [
     triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=8, num_stages=1),
     triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=16, num_stages=1),
 ]
-FWD_SEQ = Kernel(_gru_fwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "gru", {"m_ptr": "u8"})
-BWD_SEQ = Kernel(_gru_bwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "gru_grad", {"m_ptr": "u8"})
+# Float32 at IEEE precision (dots on the CUDA cores, operands through registers): no warp
+# count keeps the resident kernels free of spills at every width on both targets (4 warps:
+# the 64-wide forward spills 3-6 KB per thread; 8: the 64-wide forward 160 B on sm_90, the
+# 16-wide backward 8 B on sm_80; 16: the 16-wide forward and the 64-wide backward 8-24 B on
+# sm_80), so a resident launch there takes the warps of its padded width
+# (`_resident_config`). The streamed 16x64x32 tile spills 8-88 bytes on sm_90 and sm_80, 16
+# deep it does not; the 32x64x64 dU tile spills 384 bytes on sm_80 at 4 warps, at 8 it does
+# not.
+IEEE_RESIDENT_WARPS = {"fwd": {16: 4, 32: 8, 64: 16}, "bwd": {16: 4, 32: 16, 64: 8}}
+IEEE_RESIDENT_CONFIGS = [
+    triton.Config({"BLOCK_B": 16}, num_warps=warps, num_stages=1) for warps in (4, 8, 16)
+]
+IEEE_SEQ_CONFIGS = [
+    SEQ_CONFIGS[0],
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 16}, num_warps=16, num_stages=1),
+]
+IEEE_DKERNEL_CONFIGS = [
+    DKERNEL_CONFIGS[0],
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=8, num_stages=3),
+]
+
+
+def _kernel(fn, configs, ieee_configs, op):
+    return Kernel(fn, configs, ["B", "U"], op, {"m_ptr": "u8"}, ieee_configs=ieee_configs)
+
+
+FWD_RESIDENT = _kernel(_gru_fwd_resident_kernel, RESIDENT_CONFIGS, IEEE_RESIDENT_CONFIGS, "gru")
+BWD_RESIDENT = _kernel(
+    _gru_bwd_resident_kernel, RESIDENT_CONFIGS, IEEE_RESIDENT_CONFIGS, "gru_grad"
+)
+DKERNEL = Kernel(
+    _gru_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "gru_grad",
+    ieee_configs=IEEE_DKERNEL_CONFIGS,
+)  # fmt: skip
+FWD_SEQ = _kernel(_gru_fwd_seq_kernel, SEQ_CONFIGS, IEEE_SEQ_CONFIGS, "gru")
+BWD_SEQ = _kernel(_gru_bwd_seq_kernel, SEQ_CONFIGS, IEEE_SEQ_CONFIGS, "gru_grad")
 
 # The largest unit count whose recurrent kernel stays on chip, per dtype: the widest padded
 # width (UNITS, a power of two) whose resident kernels, forward and backward, compile for
@@ -770,6 +798,15 @@ def plan(units: int, dtype: torch.dtype) -> str | None:
     if units <= RESIDENT_UNITS.get(dtype, 0):
         return "resident"
     return "streamed" if units <= PERSISTENT_MAX_UNITS else None
+
+
+def _resident_config(kind: str, width: int, dtype: torch.dtype, precision: str):
+    """The config of a resident launch ("fwd" or "bwd") at padded `width` in `dtype` with
+    `precision` dots."""
+    if dtype == torch.float32 and precision == "ieee":
+        warps = IEEE_RESIDENT_WARPS[kind][width]
+        return next(c for c in IEEE_RESIDENT_CONFIGS if c.num_warps == warps)
+    return RESIDENT_CONFIGS[0]
 
 
 def _resident_width(units: int, dtype: torch.dtype) -> int:
@@ -855,9 +892,9 @@ def forward_route(
         FWD_SEQ.launch(_batch_grid(batch), h_buf_ptr=h_buf, **args)
         return all_h, h_buf[steps % 2], gates, aux
     h_last = new((batch, units))
-    FWD_RESIDENT.launch(
-        _batch_grid(batch), h_last_ptr=h_last, UNITS=_resident_width(units, x_proj.dtype), **args
-    )
+    padded = _resident_width(units, x_proj.dtype)
+    config = _resident_config("fwd", padded, x_proj.dtype, args["PRECISION"])
+    FWD_RESIDENT.launch(_batch_grid(batch), config, h_last_ptr=h_last, UNITS=padded, **args)
     return all_h, h_last, gates, aux
 
 
@@ -919,9 +956,9 @@ def backward_route(
         dh0 = state[steps % 2]
     else:
         dh0 = new((batch, units))
-        BWD_RESIDENT.launch(
-            _batch_grid(batch), dh0_ptr=dh0, UNITS=_resident_width(units, gates.dtype), **args
-        )
+        padded = _resident_width(units, gates.dtype)
+        config = _resident_config("bwd", padded, gates.dtype, precision)
+        BWD_RESIDENT.launch(_batch_grid(batch), config, dh0_ptr=dh0, UNITS=padded, **args)
     dkernel = new((units, width))
     dbias = new((width,)) if reset_after else gates.new_zeros((width,))
 
@@ -943,7 +980,8 @@ def aot_specs():
     config of every kernel here: the resident kernels at the narrowest and the widest width
     each dtype runs them at, and the streamed ones at every config in fp32 and the first in
     half types, both reset_after modes, in the representative case (masked, reversed, with a
-    recurrent bias, tanh / sigmoid, fp32 with TF32 dots); dU at every config.
+    recurrent bias, tanh / sigmoid); fp32 with TF32 dots and, at the IEEE configs, with IEEE
+    ones (`..._ieee`); dU at every config.
 
     Example:
         >>> name, fn, signature, constexprs, num_warps, num_stages = aot_specs()[0]
@@ -951,35 +989,42 @@ def aot_specs():
     acts = dict(ACT=activation_code("gru", "tanh"), RACT=activation_code("gru", "sigmoid"))
     seq = dict(HAS_MASK=True, ZERO_OUTPUT=False, REVERSE=True, **acts)
     specs = []
-    for dtype, widest in RESIDENT_UNITS.items():
-        dt = TRITON_TYPES[dtype]
-        precision = "tf32" if dtype == torch.float32 else "ieee"
-        for width in sorted({RESIDENT_MIN_WIDTH[dtype], _resident_width(widest, dtype)}):
+    f32, fp32_cases = torch.float32, (("tf32", ""), ("ieee", "_ieee"))
+    cases = [(f32, precision, tag) for precision, tag in fp32_cases]
+    cases += [(dtype, "ieee", "") for dtype in FLOAT_DTYPES[1:]]
+    for dtype, precision, tag in cases:
+        dt, widest = TRITON_TYPES[dtype], RESIDENT_UNITS[dtype]
+        widths = {RESIDENT_MIN_WIDTH[dtype], _resident_width(widest, dtype)}
+        if tag:  # a config per width: every width
+            widths = set(IEEE_RESIDENT_WARPS["fwd"])
+        for width in sorted(widths):
             for reset_after in (True, False):
                 consts = dict(seq, PRECISION=precision, UNITS=width, RESET_AFTER=reset_after)
                 mode = "ra" if reset_after else "rb"
-                label = f"gru_fwd_resident_{mode}_{dt}_u{width}"
-                cfg = RESIDENT_CONFIGS[0]
-                specs.append(FWD_RESIDENT.aot_spec(label, dtype, dict(consts, HAS_BIAS=True), cfg))
-                label = f"gru_bwd_resident_{mode}_{dt}_u{width}"
-                specs.append(BWD_RESIDENT.aot_spec(label, dtype, consts, cfg))
+                for kernel, kind in ((FWD_RESIDENT, "fwd"), (BWD_RESIDENT, "bwd")):
+                    label = f"gru_{kind}_resident_{mode}_{dt}{tag}_u{width}"
+                    cfg = _resident_config(kind, width, dtype, precision)
+                    extra = dict(HAS_BIAS=True) if kind == "fwd" else {}
+                    specs.append(kernel.aot_spec(label, dtype, dict(consts, **extra), cfg))
     for reset_after in (True, False):
         mode = "ra" if reset_after else "rb"
         consts = dict(seq, RESET_AFTER=reset_after)
         fwd = dict(consts, HAS_BIAS=reset_after)
-        for i, cfg in enumerate(SEQ_CONFIGS):
-            f32 = dict(PRECISION="tf32")
-            label = f"gru_fwd_seq_{mode}_fp32_{i}"
-            specs.append(FWD_SEQ.aot_spec(label, torch.float32, dict(fwd, **f32), cfg))
-            label = f"gru_bwd_seq_{mode}_fp32_{i}"
-            specs.append(BWD_SEQ.aot_spec(label, torch.float32, dict(consts, **f32), cfg))
+        for precision, tag in fp32_cases:
+            for i, cfg in enumerate(FWD_SEQ.configs_at(f32, precision)):
+                label = f"gru_fwd_seq_{mode}_fp32{tag}_{i}"
+                specs.append(FWD_SEQ.aot_spec(label, f32, dict(fwd, PRECISION=precision), cfg))
+            for i, cfg in enumerate(BWD_SEQ.configs_at(f32, precision)):
+                label = f"gru_bwd_seq_{mode}_fp32{tag}_{i}"
+                specs.append(BWD_SEQ.aot_spec(label, f32, dict(consts, PRECISION=precision), cfg))
         for dtype in (torch.float16, torch.bfloat16):
             half, cfg = dict(PRECISION="ieee"), SEQ_CONFIGS[0]
             label = f"gru_fwd_seq_{mode}_{TRITON_TYPES[dtype]}_0"
             specs.append(FWD_SEQ.aot_spec(label, dtype, dict(fwd, **half), cfg))
             label = f"gru_bwd_seq_{mode}_{TRITON_TYPES[dtype]}_0"
             specs.append(BWD_SEQ.aot_spec(label, dtype, dict(consts, **half), cfg))
-    for i, cfg in enumerate(DKERNEL_CONFIGS):
-        consts = dict(PRECISION="tf32", HAS_DB=True)
-        specs.append(DKERNEL.aot_spec(f"gru_dkernel_fp32_{i}", torch.float32, consts, cfg))
+    for precision, tag in fp32_cases:
+        for i, cfg in enumerate(DKERNEL.configs_at(f32, precision)):
+            consts = dict(PRECISION=precision, HAS_DB=True)
+            specs.append(DKERNEL.aot_spec(f"gru_dkernel_fp32{tag}_{i}", f32, consts, cfg))
     return specs

@@ -6,7 +6,8 @@ Three plans. `plan(units, dtype)` is a size's own pick, which backend "triton" r
 time inside a step that CUDA graphs replay, where the step plan's launch per time step costs
 the host nothing):
 
-- "resident" (units <= RESIDENT_UNITS: 32 in float32, 64 in float16/bfloat16): the forward is
+- "resident" (units <= RESIDENT_UNITS: 32 in float32 with TF32 dots, 16 at IEEE precision,
+  64 in float16/bfloat16): the forward is
   one launch per sequence. A program owns BLOCK_B = 16 batch rows and every unit of them
   (grid cdiv(B, 16)), so the recurrence needs no synchronisation between programs. The four
   (W, W) gate blocks of the recurrent kernel (W = units padded to a power of two) are loaded
@@ -18,7 +19,8 @@ the host nothing):
   float32 W = 32 takes up to 104 / 136 registers (forward / backward), W = 64 has its backward at
   255 registers with 32 B/thread of spills, W = 128 asks for 264 KiB of shared memory (over
   227 KiB); bfloat16 W = 64 up to 109 / 189, W = 128 spills 440 B/thread in the
-  backward.
+  backward. At IEEE precision (dots on the CUDA cores) float32 W = 32 spills 64 B/thread in
+  the backward on sm_90, so W = 16 is the limit there.
 - "streamed" (up to PERSISTENT_MAX_UNITS = 1024 units): the same ownership and one launch per
   sequence, but the recurrent kernel does not fit on chip: every step streams it from L2 in
   (BLOCK_K, BLOCK_N) tiles (4 * U^2 * s bytes a program a step, 1 MiB at U = 256 in float32,
@@ -883,6 +885,14 @@ CONFIGS = [
     triton.Config({"BLOCK_B": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4, num_stages=3),
     triton.Config({"BLOCK_B": 64, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=8, num_stages=3),
 ]
+# Float32 at IEEE precision (dots on the CUDA cores, operands through registers): the 32-deep
+# 16x64 and 32x32 forward tiles spill 8-56 bytes per thread on sm_80, 16-deep they do not.
+IEEE_FWD_CONFIGS = [
+    CONFIGS[0],
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 16}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_B": 32, "BLOCK_N": 32, "BLOCK_K": 16}, num_warps=4, num_stages=3),
+    CONFIGS[3],
+]
 # The carry kernel is a memory-bound walk over time.
 CARRY_CONFIGS = [
     triton.Config({"BLOCK_B": 16, "BLOCK_N": 32}, num_warps=4, num_stages=1),
@@ -894,14 +904,26 @@ DKERNEL_CONFIGS = [
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4, num_stages=3),
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32}, num_warps=8, num_stages=3),
 ]
+# At IEEE the 32-deep 64x64 and 64x128 tiles spill 8-56 bytes (64x64 on sm_90 too); 16 deep.
+IEEE_DKERNEL_CONFIGS = [
+    DKERNEL_CONFIGS[0],
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 16}, num_warps=8, num_stages=3),
+]
 
 # The time-step arguments change on every launch of a sequence: the launch cache keys them by
 # Triton's specialisation class, not by value.
 _STEPS = ("t", "t_src", "t_next_src")
-FWD_STEP = Kernel(_lstm_fwd_step_kernel, CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"}, _STEPS[:2])
+FWD_STEP = Kernel(
+    _lstm_fwd_step_kernel, CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"}, _STEPS[:2],
+    ieee_configs=IEEE_FWD_CONFIGS,
+)  # fmt: skip
 BWD_STEP = Kernel(_lstm_bwd_step_kernel, CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"}, _STEPS)
 CARRY = Kernel(_lstm_carry_kernel, CARRY_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
-DKERNEL = Kernel(_lstm_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "lstm_grad")
+DKERNEL = Kernel(
+    _lstm_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "lstm_grad",
+    ieee_configs=IEEE_DKERNEL_CONFIGS,
+)  # fmt: skip
 
 # Whole-sequence kernels: a program is BLOCK_B batch rows for the whole sequence, so the grid
 # is cdiv(B, BLOCK_B) and a small BLOCK_B means more programs (SMs) at work. The streamed
@@ -917,11 +939,37 @@ SEQ_CONFIGS = [
 # One config: at 4 warps the backward spills from a 32-wide float32 tile on (sm_80), at 8 it
 # does not (see RESIDENT_UNITS).
 RESIDENT_CONFIGS = [triton.Config({"BLOCK_B": 16}, num_warps=8, num_stages=1)]
-FWD_SEQ = Kernel(_lstm_fwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"})
-BWD_SEQ = Kernel(_lstm_bwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"})
+# Float32 at IEEE precision. Streamed: the 16x64x32 tile of 16 warps spills 40-152 bytes in
+# the forward (8-24 in the backward) on sm_90, and the 64-deep one 8-280; the forward takes
+# the 64-wide tile 16 deep and drops the 64-deep one; the backward's 32-deep tiles take 16
+# deep at 8 warps (16x32) and 8 warps at 32 deep (16x64), the 64-deep one as it is.
+# Resident: compiled for sm_90 with any strides (the AOT suite's form), the 16-wide forward
+# at 8 warps (and the 32-wide one at 2 to 16) aborts the compiler (an assertion in LLVM's
+# SLP vectorizer), so it takes 4 warps, and the 32-wide backward spills 64-456 bytes at any
+# warp count: at IEEE the recurrent kernel stays on chip up to 16 units
+# (RESIDENT_UNITS_IEEE).
+IEEE_SEQ_FWD_CONFIGS = [
+    SEQ_CONFIGS[0],
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 16}, num_warps=16, num_stages=1),
+]
+IEEE_SEQ_BWD_CONFIGS = [
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 16}, num_warps=8, num_stages=1),
+    triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8, num_stages=1),
+    SEQ_CONFIGS[2],
+]
+IEEE_RESIDENT_FWD_CONFIGS = [triton.Config({"BLOCK_B": 16}, num_warps=4, num_stages=1)]
+FWD_SEQ = Kernel(
+    _lstm_fwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"},
+    ieee_configs=IEEE_SEQ_FWD_CONFIGS,
+)  # fmt: skip
+BWD_SEQ = Kernel(
+    _lstm_bwd_seq_kernel, SEQ_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"},
+    ieee_configs=IEEE_SEQ_BWD_CONFIGS,
+)  # fmt: skip
 FWD_RESIDENT = Kernel(
-    _lstm_fwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"}
-)
+    _lstm_fwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "lstm", {"m_ptr": "u8"},
+    ieee_configs=IEEE_RESIDENT_FWD_CONFIGS,
+)  # fmt: skip
 BWD_RESIDENT = Kernel(
     _lstm_bwd_resident_kernel, RESIDENT_CONFIGS, ["B", "U"], "lstm_grad", {"m_ptr": "u8"}
 )
@@ -932,11 +980,20 @@ BWD_RESIDENT = Kernel(
 # kernels-report`; the module docstring has the figures). RESIDENT_MIN_WIDTH is the
 # narrowest: tl.dot's 16, and 32 for half types, whose 16-wide backward spills on sm_90.
 RESIDENT_UNITS = {torch.float32: 32, torch.float16: 64, torch.bfloat16: 64}
+RESIDENT_UNITS_IEEE = 16  # float32 at IEEE precision (see IEEE_RESIDENT_FWD_CONFIGS)
 RESIDENT_MIN_WIDTH = {torch.float32: 16, torch.float16: 32, torch.bfloat16: 32}
 # Above this many units the whole-sequence kernels' per-step stream of the recurrent kernel
 # (4 * U^2 elements through one SM) outweighs the launch per step it saves, and the step
 # kernels, which spread a step over (batch, unit) tiles, run instead.
 PERSISTENT_MAX_UNITS = 1024
+
+
+def resident_units(dtype: torch.dtype) -> int:
+    """The most units the resident kernels run in `dtype`: RESIDENT_UNITS, and for float32 at
+    IEEE precision (`dot_precision`) RESIDENT_UNITS_IEEE."""
+    if dtype == torch.float32 and dot_precision(dtype) == "ieee":
+        return RESIDENT_UNITS_IEEE
+    return RESIDENT_UNITS.get(dtype, 0)
 
 
 def plan(units: int, dtype: torch.dtype) -> str:
@@ -945,10 +1002,10 @@ def plan(units: int, dtype: torch.dtype) -> str:
     L2 every step) or "steps" (a launch per time step).
 
     Example:
-        >>> plan(32, torch.float32)
+        >>> plan(32, torch.bfloat16)
         'resident'
     """
-    if units <= RESIDENT_UNITS.get(dtype, 0):
+    if units <= resident_units(dtype):
         return "resident"
     return "streamed" if units <= PERSISTENT_MAX_UNITS else "steps"
 
@@ -1312,7 +1369,8 @@ def _dkernel(h_prev, dx, units, width, precision):
 def aot_specs():
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) for every
     config of every kernel here, in the representative case (masked, tanh / sigmoid, fp32
-    with TF32 dots), plus fp16 and bf16 step kernels at the first config.
+    with TF32 dots and, at the IEEE configs, with IEEE ones: `..._ieee`), plus fp16 and bf16
+    step kernels at the first config.
 
     Example:
         >>> name, fn, signature, constexprs, num_warps, num_stages = aot_specs()[0]
@@ -1320,13 +1378,17 @@ def aot_specs():
     acts = dict(ACT=activation_code("lstm", "tanh"), RACT=activation_code("lstm", "sigmoid"))
     step = dict(HAS_MASK=True, ZERO_OUTPUT=False, **acts)
     specs = []
-    for i, cfg in enumerate(CONFIGS):
-        f32 = dict(step, PRECISION="tf32")
-        specs.append(FWD_STEP.aot_spec(f"lstm_fwd_step_fp32_{i}", torch.float32, f32, cfg))
-        for final in (False, True):
-            kind = "final" if final else "step"
-            consts = dict(f32, FINAL=final)
-            specs.append(BWD_STEP.aot_spec(f"lstm_bwd_{kind}_fp32_{i}", torch.float32, consts, cfg))
+    f32 = torch.float32
+    for precision, tag in (("tf32", ""), ("ieee", "_ieee")):
+        for i, cfg in enumerate(FWD_STEP.configs_at(f32, precision)):
+            consts = dict(step, PRECISION=precision)
+            specs.append(FWD_STEP.aot_spec(f"lstm_fwd_step_fp32{tag}_{i}", f32, consts, cfg))
+        for i, cfg in enumerate(BWD_STEP.configs_at(f32, precision)):
+            for final in (False, True):
+                kind = "final" if final else "step"
+                consts = dict(step, PRECISION=precision, FINAL=final)
+                label = f"lstm_bwd_{kind}_fp32{tag}_{i}"
+                specs.append(BWD_STEP.aot_spec(label, f32, consts, cfg))
     for dtype in (torch.float16, torch.bfloat16):
         dt, half = TRITON_TYPES[dtype], dict(step, PRECISION="ieee")
         specs.append(FWD_STEP.aot_spec(f"lstm_fwd_step_{dt}_0", dtype, half, CONFIGS[0]))
@@ -1335,25 +1397,30 @@ def aot_specs():
     for i, cfg in enumerate(CARRY_CONFIGS):
         consts = dict(HAS_MASK=True, REVERSE=True)
         specs.append(CARRY.aot_spec(f"lstm_carry_fp32_{i}", torch.float32, consts, cfg))
-    for i, cfg in enumerate(DKERNEL_CONFIGS):
-        consts = dict(PRECISION="tf32")
-        specs.append(DKERNEL.aot_spec(f"lstm_dkernel_fp32_{i}", torch.float32, consts, cfg))
     seq = dict(step, REVERSE=True)
-    for i, cfg in enumerate(SEQ_CONFIGS):
-        consts = dict(seq, PRECISION="tf32")
-        specs.append(FWD_SEQ.aot_spec(f"lstm_fwd_seq_fp32_{i}", torch.float32, consts, cfg))
-        specs.append(BWD_SEQ.aot_spec(f"lstm_bwd_seq_fp32_{i}", torch.float32, consts, cfg))
+    for precision, tag in (("tf32", ""), ("ieee", "_ieee")):
+        for i, cfg in enumerate(DKERNEL.configs_at(f32, precision)):
+            consts = dict(PRECISION=precision)
+            specs.append(DKERNEL.aot_spec(f"lstm_dkernel_fp32{tag}_{i}", f32, consts, cfg))
+        consts = dict(seq, PRECISION=precision)
+        for kernel, kind in ((FWD_SEQ, "fwd"), (BWD_SEQ, "bwd")):
+            for i, cfg in enumerate(kernel.configs_at(f32, precision)):
+                label = f"lstm_{kind}_seq_fp32{tag}_{i}"
+                specs.append(kernel.aot_spec(label, f32, consts, cfg))
     for dtype in (torch.float16, torch.bfloat16):
         dt, consts = TRITON_TYPES[dtype], dict(seq, PRECISION="ieee")
         specs.append(FWD_SEQ.aot_spec(f"lstm_fwd_seq_{dt}_0", dtype, consts, SEQ_CONFIGS[0]))
         specs.append(BWD_SEQ.aot_spec(f"lstm_bwd_seq_{dt}_0", dtype, consts, SEQ_CONFIGS[0]))
-    # The resident kernels at the narrowest and the widest width each dtype runs them at.
-    for dtype, widest in RESIDENT_UNITS.items():
+    # The resident kernels at the narrowest and the widest width each dtype (and float32 at
+    # each precision) runs them at.
+    cases = [(f32, "tf32", RESIDENT_UNITS[f32], ""), (f32, "ieee", RESIDENT_UNITS_IEEE, "_ieee")]
+    cases += [(dtype, "ieee", RESIDENT_UNITS[dtype], "") for dtype in FLOAT_DTYPES[1:]]
+    for dtype, precision, widest, tag in cases:
         dt = TRITON_TYPES[dtype]
-        precision = "tf32" if dtype == torch.float32 else "ieee"
         for width in sorted({RESIDENT_MIN_WIDTH[dtype], _resident_width(widest, dtype)}):
             consts = dict(seq, PRECISION=precision, UNITS=width)
             for kernel, kind in ((FWD_RESIDENT, "fwd"), (BWD_RESIDENT, "bwd")):
-                label = f"lstm_{kind}_resident_{dt}_u{width}"
-                specs.append(kernel.aot_spec(label, dtype, consts, RESIDENT_CONFIGS[0]))
+                label = f"lstm_{kind}_resident_{dt}{tag}_u{width}"
+                for cfg in kernel.configs_at(dtype, precision):
+                    specs.append(kernel.aot_spec(label, dtype, consts, cfg))
     return specs

@@ -231,7 +231,8 @@ def _matmul_splitk_reduce_kernel(
 
 # ------------------------------------------------------------------------------ configs
 # The tile of an output block, per architecture, largest first: (BLOCK_M, BLOCK_N) ->
-# (num_warps, (BLOCK_K, stages) for float32 operands, (BLOCK_K, stages) for 16-bit ones).
+# (num_warps, (BLOCK_K, stages) for float32 operands with TF32 dots, (BLOCK_K, stages) for
+# 16-bit ones, (BLOCK_K, stages) for float32 with IEEE dots).
 # Operand buffers take stages * (BLOCK_M + BLOCK_N) * BLOCK_K * bytes of shared memory, at most
 # 128 KiB (128x128 float32, 4 stages), within sm_80's 163 KiB as well as sm_90's 227 KiB, and
 # every config compiles without spills for both targets in its unspecialised form (any
@@ -239,27 +240,30 @@ def _matmul_splitk_reduce_kernel(
 # 80-830 bytes per thread (their loads pass through registers when the strides' alignment is
 # unknown), as did 128x256 float32 tiles 32 deep on sm_80 and every 256x128 tile but a 8-deep
 # float32 one, so 256x128 is left out. The wide tiles have 8 warps (a 128x256 float32
-# accumulator is 128 registers per thread), the rest 4.
+# accumulator is 128 registers per thread), the rest 4. IEEE dots run on the CUDA cores,
+# which read both operand tiles through registers: 32 deep, the 128x128, 128x64 and 64x128
+# tiles spill 152-320 bytes per thread on sm_80, 16 deep none does on either target; the
+# 128x256 tile spills 32 bytes 16 deep on sm_90 (48 at 8 deep), so IEEE leaves it out.
 _HOPPER_TILES = {
-    (128, 256): (8, (16, 3), (32, 4)),
-    (128, 128): (8, (32, 4), (32, 4)),
-    (128, 64): (4, (32, 4), (32, 4)),
-    (64, 128): (4, (32, 4), (32, 4)),
+    (128, 256): (8, (16, 3), (32, 4), None),
+    (128, 128): (8, (32, 4), (32, 4), (16, 4)),
+    (128, 64): (4, (32, 4), (32, 4), (16, 4)),
+    (64, 128): (4, (32, 4), (32, 4), (16, 4)),
 }
 _AMPERE_TILES = {
-    (128, 256): (8, None, (32, 3)),  # 16-bit operands only
-    (128, 128): (8, (32, 4), (32, 4)),
-    (128, 64): (4, (32, 4), (32, 4)),
-    (64, 128): (4, (32, 4), (32, 4)),
+    (128, 256): (8, None, (32, 3), None),  # 16-bit operands only
+    (128, 128): (8, (32, 4), (32, 4), (16, 4)),
+    (128, 64): (4, (32, 4), (32, 4), (16, 4)),
+    (64, 128): (4, (32, 4), (32, 4), (16, 4)),
 }
 # Problems smaller than a wave of the large tiles (a batch of 128 rows or fewer, a GEMV-like
 # product): one of these, then split-K. Both architectures.
 _SMALL_TILES = {
-    (64, 64): (4, (32, 4), (32, 4)),
-    (64, 32): (4, (32, 4), (32, 4)),
-    (64, 16): (4, (32, 4), (32, 4)),
-    (32, 64): (4, (32, 4), (32, 4)),
-    (16, 64): (4, (32, 4), (32, 4)),
+    (64, 64): (4, (32, 4), (32, 4), (32, 4)),
+    (64, 32): (4, (32, 4), (32, 4), (32, 4)),
+    (64, 16): (4, (32, 4), (32, 4), (32, 4)),
+    (32, 64): (4, (32, 4), (32, 4), (32, 4)),
+    (16, 64): (4, (32, 4), (32, 4), (32, 4)),
 }
 _ARCH_TILES = {
     "sm_90": {**_HOPPER_TILES, **_SMALL_TILES},
@@ -275,21 +279,32 @@ SPLIT_MIN_K = 256  # split-K: each split reduces over at least this many K
 MAX_SPLIT = 16
 
 
-def _config(arch: str, tile: tuple, half: bool):
-    warps, fp32, fp16 = _ARCH_TILES[arch][tile]
-    block_k, stages = fp16 if half else fp32
+# The columns of the tile tables after num_warps.
+TF32, HALF, IEEE = "tf32", "half", "ieee"
+_COLUMNS = (TF32, HALF, IEEE)
+
+
+def _column(dtype: torch.dtype, precision: str) -> str:
+    if dtype != torch.float32:
+        return HALF
+    return IEEE if precision == "ieee" else TF32
+
+
+def _config(arch: str, tile: tuple, column: str):
+    warps, *entries = _ARCH_TILES[arch][tile]
+    block_k, stages = entries[_COLUMNS.index(column)]
     meta = {"BLOCK_M": tile[0], "BLOCK_N": tile[1], "BLOCK_K": block_k, "GROUP_M": GROUP_M}
     return triton.Config(meta, num_warps=warps, num_stages=stages)
 
 
 def _all_configs() -> list:
-    """`(arch, tile, half, config)` of every entry of the tile tables, in table order."""
+    """`(arch, tile, column, config)` of every entry of the tile tables, in table order."""
     out = []
     for arch, tiles in _ARCH_TILES.items():
-        for tile, (_, fp32, fp16) in tiles.items():
-            for half, entry in ((False, fp32), (True, fp16)):
+        for tile, (_, *entries) in tiles.items():
+            for column, entry in zip(_COLUMNS, entries):
                 if entry is not None:
-                    out.append((arch, tile, half, _config(arch, tile, half)))
+                    out.append((arch, tile, column, _config(arch, tile, column)))
     return out
 
 
@@ -304,7 +319,7 @@ def _unique(configs) -> list:
 
 
 # Every config a launch can be given (the first is also the pinned one of the launch spec).
-CONFIGS = _unique([_config("sm_80", (64, 64), False)] + [cfg for _, _, _, cfg in _all_configs()])
+CONFIGS = _unique([_config("sm_80", (64, 64), TF32)] + [cfg for _, _, _, cfg in _all_configs()])
 REDUCE_CONFIG = triton.Config({"BLOCK_M": 32, "BLOCK_N": 64}, num_warps=4, num_stages=1)
 
 _KEY = ["M", "N", "K", "HAS_BIAS", "ACTIVATION", "PRECISION"]
@@ -332,7 +347,15 @@ def _cap(size: int, largest: int) -> int:
 
 @functools.lru_cache(maxsize=1024)  # the launch path runs it on every call
 def plan(
-    m: int, n: int, k: int, batch: int, dtype: torch.dtype, capability, sms: int, aligned=True
+    m: int,
+    n: int,
+    k: int,
+    batch: int,
+    dtype: torch.dtype,
+    capability,
+    sms: int,
+    aligned=True,
+    precision: str = "tf32",
 ) -> Plan:
     """The config, grid and K split of an (m x k) @ (k x n) product, from the shape and the
     device alone (no search on the GPU).
@@ -350,7 +373,8 @@ def plan(
     programs per tile (enough to fill the SMs, each chunk a multiple of BLOCK_K and at least
     `SPLIT_MIN_K` long); a second kernel sums the float32 partials in split order and applies
     the epilogue, so the result does not depend on scheduling. bfloat16 and float16 operands
-    take the 16-bit column of the table, accumulating in float32.
+    take the 16-bit column of the table, accumulating in float32; float32 ones the TF32
+    column, or the IEEE one where `precision` is "ieee" (no 128x256 tile there).
 
     Example:
         >>> p = plan(1024, 4096, 4096, 1, torch.bfloat16, (9, 0), 132)
@@ -360,23 +384,23 @@ def plan(
         2
     """
     arch = "sm_90" if tuple(capability) >= (9, 0) else "sm_80"
-    half = dtype != torch.float32
+    column = _column(dtype, precision)
     cap_m, cap_n = _cap(m, 256), _cap(n, 256)
 
     def tiles(tile):
         return triton.cdiv(m, tile[0]) * triton.cdiv(n, tile[1]) * batch
 
     large = _HOPPER_TILES if arch == "sm_90" else _AMPERE_TILES
-    for tile, (_, fp32, fp16) in large.items():
-        if (fp16 if half else fp32) is None or tile[0] > cap_m or tile[1] > cap_n:
+    for tile, (_, *entries) in large.items():
+        if entries[_COLUMNS.index(column)] is None or tile[0] > cap_m or tile[1] > cap_n:
             continue
         if tile in WIDE_TILES and not aligned:
             continue
         count = tiles(tile)
         if count >= WAVE_FILL * sms:
-            return Plan(_config(arch, tile, half), count, 1, k)
+            return Plan(_config(arch, tile, column), count, 1, k)
     tile = (min(cap_m, 64), 64) if cap_m < 64 else (64, min(cap_n, 64))
-    cfg = _config(arch, tile, half)
+    cfg = _config(arch, tile, column)
     count = tiles(tile)
     split = 1
     if batch == 1 and 2 * count <= sms and k >= 2 * SPLIT_MIN_K:
@@ -461,7 +485,7 @@ def _launch(x3, w3, b, y3, activation, ptrs) -> tuple:
     capability, sms = device_limits(y3.device)
     precision = dot_precision(x3.dtype)
     aligned = _aligned(x3, w3, b, y3, precision == "tf32")
-    p = plan(m, n, k, batch, x3.dtype, capability, sms, aligned)
+    p = plan(m, n, k, batch, x3.dtype, capability, sms, aligned, precision)
     code = activation_code("matmul", activation)
     bias = dict(b_ptr=b if b is not None else ptrs[2], stride_b=b.stride(0) if b is not None else 0)
     if p.split > 1:
@@ -630,7 +654,8 @@ def matmul_route(x, w, b, activation):
 def aot_specs() -> list:
     """(kernel_name, jit_function, signature, constexprs, num_warps, num_stages) of every
     config a launch can be given, for a Dense-like product (bias + relu): float32 configs in
-    float32 (TF32 dots), 16-bit configs in bfloat16 and float16; the split-K kernel at the
+    float32 (TF32 dots; the IEEE column's at IEEE dots, `..._ieee`), 16-bit configs in
+    bfloat16 and float16; the split-K kernel at the
     small tiles in float32 and bfloat16, and its reduction in each dtype. Strides are 32-bit
     integers as the launcher passes them for tensors of fewer than 2**31 elements, and unit
     strides constants, as the JIT specialises them for row-major operands. The 128x256
@@ -639,25 +664,28 @@ def aot_specs() -> list:
     K-major (`k_major_copies`: w's K stride the unit one), named `..._kmajor`."""
     relu = activation_code("matmul", "relu")
     by_config = {}
-    for _, tile, half, cfg in _all_configs():
+    for _, tile, column, cfg in _all_configs():
         key = (tuple(cfg.kwargs.items()), cfg.num_warps, cfg.num_stages)
-        dtypes = (torch.bfloat16, torch.float16) if half else (torch.float32,)
+        cases = {TF32: [(torch.float32, TF32)], IEEE: [(torch.float32, IEEE)]}.get(
+            column, [(torch.bfloat16, IEEE), (torch.float16, IEEE)]
+        )
         entry = by_config.setdefault(key, [cfg, set(), False])
-        entry[1].update(dtypes)
+        entry[1].update(cases)
         entry[2] = entry[2] or tile in _SMALL_TILES
     specs = []
-    for cfg, dtypes, small in by_config.values():
+    for cfg, cases, small in by_config.values():
         tiles = "x".join(str(cfg.kwargs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
         suffix = f"{tiles}_w{cfg.num_warps}_s{cfg.num_stages}"
         tile = (cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"])
-        for dtype in sorted(dtypes, key=str):
+        for dtype, precision in sorted(cases, key=str):
             tt = TRITON_TYPES[dtype]
-            precision = "tf32" if dtype is torch.float32 else "ieee"
+            tag = "_ieee" if dtype is torch.float32 and precision == IEEE else ""
+            suffix_at = suffix + tag
             consts = dict(stride_xk=1, stride_wn=1, stride_b=1, stride_yn=1, HAS_BIAS=True)
             consts.update(ACTIVATION=relu, PRECISION=precision)
-            spec = KERNEL.aot_spec(f"matmul_{tt}_{suffix}", dtype, consts, cfg)
+            spec = KERNEL.aot_spec(f"matmul_{tt}_{suffix_at}", dtype, consts, cfg)
             specs.append((*spec, _ALIGNED) if tile in WIDE_TILES else spec)
-            if dtype is torch.float32 and tile[0] >= 128:
+            if dtype is torch.float32 and precision == TF32 and tile[0] >= 128:
                 consts = {**consts, "stride_wk": 1}
                 del consts["stride_wn"]
                 spec = KERNEL.aot_spec(f"matmul_{tt}_{suffix}_kmajor", dtype, consts, cfg)
@@ -665,7 +693,7 @@ def aot_specs() -> list:
                 specs.append((*spec, aligned) if tile in WIDE_TILES else spec)
             if small and dtype is not torch.float16:
                 consts = dict(stride_xk=1, stride_wn=1, PRECISION=precision)
-                name = f"matmul_splitk_{tt}_{suffix}"
+                name = f"matmul_splitk_{tt}_{suffix_at}"
                 specs.append(SPLITK_KERNEL.aot_spec(name, dtype, consts, cfg))
     for dtype in FLOAT_DTYPES:
         consts = dict(stride_b=1, stride_yn=1, HAS_BIAS=True, ACTIVATION=relu)

@@ -87,6 +87,30 @@ def test_benchmark_launches_are_compiled_at_every_config(specs):
             assert (kernel, sig, consts, divisible, warps, stages) in keys, (kernel, case, tiles)
 
 
+def test_every_ieee_float32_config_is_compiled_at_ieee(specs):
+    # IEEE is the default float32 precision, and its dots (on the CUDA cores) need other
+    # tiles than TF32's: every config a float32 launch at IEEE may run is compiled at IEEE,
+    # so test_no_config_spills covers it. (The matmul launcher's configs come from its plan,
+    # which test_matmul_plans checks against these specs at both precisions.)
+    def key(cfg_kwargs, warps, stages):
+        return tuple(sorted(cfg_kwargs.items())), warps, stages
+
+    compiled = {
+        (s.kernel, key({k: s.consts()[k] for k in names}, s.num_warps, s.num_stages))
+        for s in specs
+        if s.dtype == "fp32" and s.consts().get("PRECISION") == "ieee"
+        for names in [[k for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_B") if k in s.consts()]]
+    }
+    checked = 0
+    for name, kernel in aot.launch_specs().items():
+        if "PRECISION" not in kernel.constexprs or kernel.fn.fn.__module__.endswith("_matmul"):
+            continue
+        for cfg in kernel.configs_at(torch.float32, "ieee"):
+            assert (name, key(cfg.kwargs, cfg.num_warps, cfg.num_stages)) in compiled, name
+            checked += 1
+    assert checked >= 20
+
+
 def test_tf32_matmul_copies_a_k_major_w_in_16_byte_pieces_on_sm_90(specs):
     # wgmma reads 32-bit operands K-major: on sm_90 the row-major w of the 128x256 TF32 tile
     # reaches shared memory an element at a time, the K-major w (what `k_major_copies` makes)

@@ -3,6 +3,8 @@ torch's NaN policy (checked in the interpreter process)."""
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import keratron as kt
 from keratron.ops import epilogue
@@ -75,3 +77,35 @@ def test_nan_propagates_through_relu_in_matmul_and_conv(activation):
     params = dict(strides=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1)
     got = conv2d.conv_route(xi, torch.randn(1, 1, 2, 3), None, activation=activation, **params)
     assert got[0, 1, 1].isnan().all() and got.isnan().sum() == 3
+
+
+@triton.jit
+def _store_block_kernel(x_ptr, out_ptr, PRECISION: tl.constexpr, BLOCK: tl.constexpr):
+    tl.store(out_ptr, BLOCK)
+
+
+def test_ieee_float32_launches_take_the_ieee_configs():
+    # A float32 launch at IEEE precision runs `ieee_configs` (pinned: its first); TF32 and
+    # half-type launches run `configs`. The data dtype is the most common of the tensors'
+    # (the int32 out pointer, named in pointer_types, is not data).
+    def cfg(block):
+        return triton.Config({"BLOCK": block}, num_warps=4, num_stages=1)
+
+    kernel = _common.Kernel(
+        _store_block_kernel, [cfg(2)], [], "matmul", {"out_ptr": "i32"}, ieee_configs=[cfg(4)]
+    )
+
+    def block(dtype, precision):
+        out = torch.zeros(1, dtype=torch.int32)
+        kernel.launch(lambda meta: (1,), x_ptr=torch.zeros(1, dtype=dtype), out_ptr=out,
+                      PRECISION=precision)  # fmt: skip
+        return int(out[0])
+
+    assert block(torch.float32, "ieee") == 4
+    assert block(torch.float32, "tf32") == 2
+    assert block(torch.bfloat16, "ieee") == 2
+    assert kernel.configs_at(torch.float32, "ieee") == kernel.ieee_configs
+    assert kernel.configs_at("fp32", "tf32") == kernel.configs == kernel.configs_at("bf16", "ieee")
+    with pytest.raises(ValueError, match="trailing constexprs"):
+        _common.Kernel(_store_block_kernel, [cfg(2)], [], "matmul",
+                       ieee_configs=[triton.Config({}, num_warps=4)])  # fmt: skip

@@ -356,7 +356,15 @@ def test_aot_specs_cover_every_kernel_and_config():
         + 2 * len(conv2d.DEPTHWISE_CONFIGS)
         + len(conv2d.DEPTHWISE_GRAD_FILTER_CONFIGS)
     )
-    assert len(float32) == n_configs
+    # The dot kernels also at IEEE precision, at their IEEE configs (the kernel as it is).
+    n_ieee = sum(
+        len(k.ieee_configs)
+        for k in (conv2d.CONV_FWD, conv2d.CONV_GRAD_INPUT, conv2d.CONV_GRAD_FILTER)
+    )
+    assert len(float32) == n_configs + n_ieee
+    ieee = [s for s in float32 if s[3].get("PRECISION") == "ieee"]
+    assert len(ieee) == n_ieee and all(s[0].endswith("_ieee") for s in ieee)
+    assert all(not s[3].get("W_K_MAJOR") for s in ieee)
     assert len({s[0] for s in specs}) == len(specs)
     for label, _, sig, consts, num_warps, num_stages in specs:
         assert all(sig[name] == "constexpr" for name in consts), label

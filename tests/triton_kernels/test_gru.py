@@ -216,6 +216,33 @@ def test_plan_follows_the_limits():
         ]  # fmt: skip
 
 
+@pytest.mark.parametrize("units,width", [(5, 16), (29, 32), (45, 64)])
+def test_ieee_resident_launches_run_a_config_compiled_for_their_width(triton_backend, units, width):
+    # At IEEE precision (this suite's) no one warp count compiles the resident kernels
+    # without spills at every width, so each width launches its own; each launched
+    # (kernel, width, warps) is one the AOT suite compiles (tests/aot checks no spills).
+    from keratron.triton_kernels._common import record_launches
+
+    module = load("_gru")
+    arrays, weights, mask = make_case(3, 4, units, True, True)
+    with record_launches() as launches:
+        run_gru(arrays, weights, mask)
+    launched = {
+        (k.name, meta["UNITS"], meta["num_warps"])
+        for k, _, meta in launches
+        if "resident" in k.name
+    }
+    assert {name for name, _, _ in launched} == {
+        "_gru_fwd_resident_kernel", "_gru_bwd_resident_kernel"
+    }  # fmt: skip
+    compiled = {
+        (fn.__name__, consts["UNITS"], warps)
+        for _, fn, _, consts, warps, _ in module.aot_specs()
+        if consts.get("PRECISION") == "ieee" and "UNITS" in consts
+    }
+    assert {w for _, w, _ in launched} == {width} and launched <= compiled
+
+
 STREAMED_CASES = [
     # batch, steps, units, masked, reverse, zero_output_for_mask, reset_after, forced
     (3, 7, 5, True, True, False, True, True),

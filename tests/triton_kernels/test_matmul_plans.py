@@ -116,17 +116,34 @@ def test_every_planned_config_is_listed_and_compiled_ahead_of_time():
 
     listed = {key(c.kwargs, c.num_warps, c.num_stages) for c in MM.CONFIGS}
     compiled = {
-        (sig["x_ptr"], fn.__name__, key(consts, warps, stages))
+        (sig["x_ptr"], consts["PRECISION"], fn.__name__, key(consts, warps, stages))
         for _, fn, sig, consts, warps, stages, *_ in MM.aot_specs()
         if "x_ptr" in sig
     }
+    cases = [(torch.float32, "*fp32", "tf32"), (torch.float32, "*fp32", "ieee")]
+    cases += [(torch.bfloat16, "*bf16", "ieee")]
     for cap, sms in (((9, 0), 132), ((8, 0), 108), ((9, 0), 4)):
-        for dtype, tt in ((torch.float32, "*fp32"), (torch.bfloat16, "*bf16")):
+        for dtype, tt, precision in cases:
             for m, n, k in [(1, 1, 1), (37, 10, 600), (300, 260, 40), (5000, 3000, 64)]:
-                p = MM.plan(m, n, k, 1, dtype, cap, sms)
+                p = MM.plan(m, n, k, 1, dtype, cap, sms, precision=precision)
                 cfg = key(p.config.kwargs, p.config.num_warps, p.config.num_stages)
                 kernel = "_matmul_splitk_kernel" if p.split > 1 else "_matmul_kernel"
-                assert cfg in listed and (tt, kernel, cfg) in compiled, (cap, dtype, m, n, k)
+                spec = (tt, precision, kernel, cfg)
+                assert cfg in listed and spec in compiled, (cap, dtype, precision, m, n, k)
+
+
+def test_ieee_products_take_16_deep_tiles_and_no_wide_one():
+    # IEEE dots run on the CUDA cores, which read the operand tiles through registers: the
+    # 32-deep large tiles spill on sm_80 and the 128x256 one on sm_90 (the AOT suite).
+    for cap, sms in (((9, 0), 132), ((8, 0), 108)):
+        p = MM.plan(1024, 4096, 4096, 1, torch.float32, cap, sms, precision="ieee")
+        assert tiles(p) == (128, 128, 16) and p.config.num_warps == 8
+        p = MM.plan(32 * 17 * 17, 192, 768, 1, torch.float32, cap, sms, precision="ieee")
+        assert tiles(p) == (128, 128, 16)
+    # Small tiles and split-K as under TF32.
+    for m, n, k in [(64, 4096, 1024), (150, 70, 70)]:
+        ieee = MM.plan(m, n, k, 1, torch.float32, (9, 0), 132, precision="ieee")
+        assert ieee == MM.plan(m, n, k, 1, torch.float32, (9, 0), 132)
 
 
 def test_wide_tiles_only_for_aligned_operands(device):
@@ -143,10 +160,10 @@ def test_wide_tiles_only_for_aligned_operands(device):
     def meta(*shape):
         return torch.empty(*shape, device="meta")
 
+    kt.config.set_float32_matmul_precision("tf32")  # the wide tile is TF32's (and 16-bit's)
     assert planned(meta(1024, 4096), meta(4096, 4096)) == (128, 256)
-    # A row stride of 4100 elements, or a transposed operand: 128x128.
+    # A row stride of 4100 elements: 128x128 (a K-major w is test_tf32_products_read_w_...'s).
     assert planned(meta(1024, 4100)[:, :4096], meta(4096, 4096)) == (128, 128)
-    assert planned(meta(1024, 4096), meta(4096, 4096).t()) == (128, 128)
     assert tiles(MM.plan(1024, 4096, 4096, 1, torch.float32, (9, 0), 132, False))[:2] == (
         128,
         128,
@@ -179,9 +196,9 @@ def test_tf32_products_read_w_k_major_on_sm_90(device):
     assert launch(meta(1024, 4096, dtype=torch.bfloat16), meta(4096, 4096, dtype=torch.bfloat16))[
         1:
     ] == (4096, 1)
-    kt.config.set_float32_matmul_precision("ieee")
-    assert launch(x, w) == ((128, 256), 4096, 1)
-    assert launch(x, w.t()) == ((128, 128), 1, 4096)  # that form of the wide tile spills
+    kt.config.set_float32_matmul_precision("ieee")  # no copy, and no wide tile
+    assert launch(x, w) == ((128, 128), 4096, 1)
+    assert launch(x, w.t()) == ((128, 128), 1, 4096)
     assert MM.k_major_copies(1024, 4096, 4096, "tf32", (9, 0), 132, False, False) == (True, True)
     # One tile-row reads each w tile once: no copy of w; one tile-column, none of x.
     assert MM.k_major_copies(100, 4096, 4096, "tf32", (9, 0), 8, False, False) == (True, False)
@@ -217,7 +234,7 @@ def arrays(seed, *shapes):
 @pytest.mark.parametrize(
     "capability, sms, m, k, n, tile",
     [
-        ((9, 0), 2, 200, 48, 304, (128, 256)),  # sm_90, float32 128x256x16 (aligned rows)
+        ((9, 0), 2, 200, 48, 304, (128, 128)),  # sm_90, float32 at IEEE: 128x128x16
         ((8, 0), 4, 300, 40, 260, (128, 128)),  # sm_80
         ((9, 0), 6, 150, 70, 70, (64, 64)),  # no large tile fills 6 SMs
     ],
@@ -227,7 +244,7 @@ def test_large_tile_plans_forward_and_backward(
 ):
     device(capability, sms)
     x, w, b = arrays(1, (m, k), (k, n), (n,))
-    assert tiles(MM.plan(m, n, k, 1, torch.float32, capability, sms))[:2] == tile
+    assert tiles(MM.plan(m, n, k, 1, torch.float32, capability, sms, precision="ieee"))[:2] == tile
     check_against_fallback(x, w, b, "gelu")
     assert launched.get("_matmul_kernel", 0) >= 3  # forward, dx, dw
     assert launched["tiles"][0] == tile
