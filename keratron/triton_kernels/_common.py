@@ -26,6 +26,7 @@ from keratron.triton_kernels import count_launch, pin_configs
 __all__ = [
     "ACTIVATION_CODES",
     "EPILOGUE_ACTIVATIONS",
+    "FLOAT32_PRECISIONS",
     "FLOAT_DTYPES",
     "TRITON_TYPES",
     "KERNELS",
@@ -55,6 +56,8 @@ ACTIVATION_CODES = dict(epilogue.CODES, hard_sigmoid=len(epilogue.ACTIVATIONS))
 # torch dtype -> Triton's element type name (signatures, pointer types).
 TRITON_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 FLOAT_DTYPES = tuple(TRITON_TYPES)
+# The float32 dot precisions, each with the suffix its ahead-of-time spec labels carry.
+FLOAT32_PRECISIONS = (("tf32", ""), ("ieee", "_ieee"))
 
 
 def activation_code(op: str, name) -> int:

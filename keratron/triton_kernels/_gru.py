@@ -55,6 +55,7 @@ import triton
 import triton.language as tl
 
 from keratron.triton_kernels._common import (
+    FLOAT32_PRECISIONS,
     FLOAT_DTYPES,
     TRITON_TYPES,
     Kernel,
@@ -745,9 +746,9 @@ SEQ_CONFIGS = [
 # deep it does not; the 32x64x64 dU tile spills 384 bytes on sm_80 at 4 warps, at 8 it does
 # not.
 IEEE_RESIDENT_WARPS = {"fwd": {16: 4, 32: 8, 64: 16}, "bwd": {16: 4, 32: 16, 64: 8}}
-IEEE_RESIDENT_CONFIGS = [
-    triton.Config({"BLOCK_B": 16}, num_warps=warps, num_stages=1) for warps in (4, 8, 16)
-]
+IEEE_RESIDENT_CONFIGS = {
+    warps: triton.Config({"BLOCK_B": 16}, num_warps=warps, num_stages=1) for warps in (4, 8, 16)
+}
 IEEE_SEQ_CONFIGS = [
     SEQ_CONFIGS[0],
     triton.Config({"BLOCK_B": 16, "BLOCK_N": 64, "BLOCK_K": 16}, num_warps=16, num_stages=1),
@@ -762,10 +763,9 @@ def _kernel(fn, configs, ieee_configs, op):
     return Kernel(fn, configs, ["B", "U"], op, {"m_ptr": "u8"}, ieee_configs=ieee_configs)
 
 
-FWD_RESIDENT = _kernel(_gru_fwd_resident_kernel, RESIDENT_CONFIGS, IEEE_RESIDENT_CONFIGS, "gru")
-BWD_RESIDENT = _kernel(
-    _gru_bwd_resident_kernel, RESIDENT_CONFIGS, IEEE_RESIDENT_CONFIGS, "gru_grad"
-)
+_IEEE_RESIDENT = list(IEEE_RESIDENT_CONFIGS.values())
+FWD_RESIDENT = _kernel(_gru_fwd_resident_kernel, RESIDENT_CONFIGS, _IEEE_RESIDENT, "gru")
+BWD_RESIDENT = _kernel(_gru_bwd_resident_kernel, RESIDENT_CONFIGS, _IEEE_RESIDENT, "gru_grad")
 DKERNEL = Kernel(
     _gru_dkernel_kernel, DKERNEL_CONFIGS, ["U", "R"], "gru_grad",
     ieee_configs=IEEE_DKERNEL_CONFIGS,
@@ -804,8 +804,7 @@ def _resident_config(kind: str, width: int, dtype: torch.dtype, precision: str):
     """The config of a resident launch ("fwd" or "bwd") at padded `width` in `dtype` with
     `precision` dots."""
     if dtype == torch.float32 and precision == "ieee":
-        warps = IEEE_RESIDENT_WARPS[kind][width]
-        return next(c for c in IEEE_RESIDENT_CONFIGS if c.num_warps == warps)
+        return IEEE_RESIDENT_CONFIGS[IEEE_RESIDENT_WARPS[kind][width]]
     return RESIDENT_CONFIGS[0]
 
 
@@ -989,8 +988,8 @@ def aot_specs():
     acts = dict(ACT=activation_code("gru", "tanh"), RACT=activation_code("gru", "sigmoid"))
     seq = dict(HAS_MASK=True, ZERO_OUTPUT=False, REVERSE=True, **acts)
     specs = []
-    f32, fp32_cases = torch.float32, (("tf32", ""), ("ieee", "_ieee"))
-    cases = [(f32, precision, tag) for precision, tag in fp32_cases]
+    f32 = torch.float32
+    cases = [(f32, precision, tag) for precision, tag in FLOAT32_PRECISIONS]
     cases += [(dtype, "ieee", "") for dtype in FLOAT_DTYPES[1:]]
     for dtype, precision, tag in cases:
         dt, widest = TRITON_TYPES[dtype], RESIDENT_UNITS[dtype]
@@ -1010,7 +1009,7 @@ def aot_specs():
         mode = "ra" if reset_after else "rb"
         consts = dict(seq, RESET_AFTER=reset_after)
         fwd = dict(consts, HAS_BIAS=reset_after)
-        for precision, tag in fp32_cases:
+        for precision, tag in FLOAT32_PRECISIONS:
             for i, cfg in enumerate(FWD_SEQ.configs_at(f32, precision)):
                 label = f"gru_fwd_seq_{mode}_fp32{tag}_{i}"
                 specs.append(FWD_SEQ.aot_spec(label, f32, dict(fwd, PRECISION=precision), cfg))
@@ -1023,7 +1022,7 @@ def aot_specs():
             specs.append(FWD_SEQ.aot_spec(label, dtype, dict(fwd, **half), cfg))
             label = f"gru_bwd_seq_{mode}_{TRITON_TYPES[dtype]}_0"
             specs.append(BWD_SEQ.aot_spec(label, dtype, dict(consts, **half), cfg))
-    for precision, tag in fp32_cases:
+    for precision, tag in FLOAT32_PRECISIONS:
         for i, cfg in enumerate(DKERNEL.configs_at(f32, precision)):
             consts = dict(PRECISION=precision, HAS_DB=True)
             specs.append(DKERNEL.aot_spec(f"gru_dkernel_fp32{tag}_{i}", f32, consts, cfg))

@@ -70,6 +70,7 @@ import triton
 import triton.language as tl
 
 from keratron.triton_kernels._common import (
+    FLOAT32_PRECISIONS,
     FLOAT_DTYPES,
     TRITON_TYPES,
     Kernel,
@@ -1379,7 +1380,7 @@ def aot_specs():
     step = dict(HAS_MASK=True, ZERO_OUTPUT=False, **acts)
     specs = []
     f32 = torch.float32
-    for precision, tag in (("tf32", ""), ("ieee", "_ieee")):
+    for precision, tag in FLOAT32_PRECISIONS:
         for i, cfg in enumerate(FWD_STEP.configs_at(f32, precision)):
             consts = dict(step, PRECISION=precision)
             specs.append(FWD_STEP.aot_spec(f"lstm_fwd_step_fp32{tag}_{i}", f32, consts, cfg))
@@ -1398,7 +1399,7 @@ def aot_specs():
         consts = dict(HAS_MASK=True, REVERSE=True)
         specs.append(CARRY.aot_spec(f"lstm_carry_fp32_{i}", torch.float32, consts, cfg))
     seq = dict(step, REVERSE=True)
-    for precision, tag in (("tf32", ""), ("ieee", "_ieee")):
+    for precision, tag in FLOAT32_PRECISIONS:
         for i, cfg in enumerate(DKERNEL.configs_at(f32, precision)):
             consts = dict(PRECISION=precision)
             specs.append(DKERNEL.aot_spec(f"lstm_dkernel_fp32{tag}_{i}", f32, consts, cfg))
@@ -1421,6 +1422,6 @@ def aot_specs():
             consts = dict(seq, PRECISION=precision, UNITS=width)
             for kernel, kind in ((FWD_RESIDENT, "fwd"), (BWD_RESIDENT, "bwd")):
                 label = f"lstm_{kind}_resident_{dt}{tag}_u{width}"
-                for cfg in kernel.configs_at(dtype, precision):
-                    specs.append(kernel.aot_spec(label, dtype, consts, cfg))
+                (cfg,) = kernel.configs_at(dtype, precision)
+                specs.append(kernel.aot_spec(label, dtype, consts, cfg))
     return specs
