@@ -276,6 +276,40 @@ def adapt_threads() -> bool:
     return env not in ("0", "false", "off")
 
 
+_cpu_kernel_benchmark: bool | None = None  # resolved from KERATRON_CPU_KERNEL_BENCHMARK
+
+
+def set_cpu_kernel_benchmark(enabled: bool | None) -> None:
+    """Lets the CPU routes pick between kernels by timing them on this machine.
+
+    On by default. Where two CPU kernels compute the same product and which is faster depends
+    on the processor (torch's BLAS GEMM and oneDNN's inner product), the first call of each
+    shape times both on its own operands and later calls run the faster, as cuDNN's benchmark
+    mode does on a GPU. Off, each route takes a fixed rule, so which kernel runs (and the
+    rounding of its result) does not depend on timing. None re-reads the environment
+    variable KERATRON_CPU_KERNEL_BENCHMARK ("0" is off).
+
+    Example:
+        >>> keratron.config.set_cpu_kernel_benchmark(False)
+        >>> keratron.config.cpu_kernel_benchmark()
+        False
+        >>> keratron.config.set_cpu_kernel_benchmark(None)
+    """
+    global _cpu_kernel_benchmark
+    _cpu_kernel_benchmark = None if enabled is None else bool(enabled)
+
+
+def cpu_kernel_benchmark() -> bool:
+    """Whether the CPU routes time their kernel choices: `set_cpu_kernel_benchmark`, else
+    KERATRON_CPU_KERNEL_BENCHMARK ("1" or unset on, "0" off)."""
+    if _cpu_kernel_benchmark is not None:
+        return _cpu_kernel_benchmark
+    env = environ_get("KERATRON_CPU_KERNEL_BENCHMARK", "1").strip().lower()
+    if env not in ("0", "1", "", "false", "true", "off", "on"):
+        raise ValueError(f"KERATRON_CPU_KERNEL_BENCHMARK must be 0 or 1. Received: {env!r}")
+    return env not in ("0", "false", "off")
+
+
 # ---------------------------------------------------------------------------- kernel backend
 
 

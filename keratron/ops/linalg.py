@@ -19,11 +19,12 @@ import string
 
 import torch
 
+from keratron import config
 from keratron.autodiff import memory_plan, side_stream
 from keratron.autodiff.jvp import jvp
 from keratron.autodiff.primitive import device_route
+from keratron.ops import _cpu_choice, epilogue, reduction
 from keratron.ops import _shape_rules as rules
-from keratron.ops import epilogue, reduction
 from keratron.ops._core import (
     Primitive,
     Tensor,
@@ -314,16 +315,69 @@ def onednn_bias(b: torch.Tensor | None) -> torch.Tensor | None:
     return b if b is None else b.contiguous()
 
 
+# From this many multiply-adds on (and in BLAS's narrow case), which kernel runs a float32
+# product is measured on this machine (`_cpu_choice`): the rules above were measured on one
+# 2-core Intel machine, and on another (same torch, 2 threads) BLAS ran every product of the
+# mlp's training step as fast as oneDNN or faster (128x784 @ 784x512 627 us against 631; the
+# weight gradients 784x128.T @ 128x512 527 against 1,000, 512x128.T @ 128x512 363 against 661).
+MEASURED_GEMM_MACS = 1 << 18
+
+
+def _gemm_candidates(x, w, b) -> dict:
+    """The kernels that can compute `x @ w (+ b)` for float32 CPU matrices, by name."""
+    found = {
+        "blas": lambda: _blas_gemm(x, w, b),
+        "onednn": lambda: _onednn_linear(x, w.t(), onednn_bias(b), "none", [], ""),
+    }
+    n = w.shape[1]
+    if b is None and 2 <= n < NARROW_COLUMNS_TRANSPOSED and x.t().is_contiguous():
+        found["narrow"] = lambda: torch.mm(w.t(), x.t()).t().contiguous()
+    return found
+
+
+def gemm_kernel(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
+) -> str:
+    """Which kernel `cpu_gemm(x, w, b, keepable)` runs: "onednn" (oneDNN's inner product),
+    "narrow" (`(w.T @ x.T).T` made dense) or "blas" (torch's GEMM). The fixed rules
+    (`onednn_gemm`, `narrow_transposed`) decide small products, and are the default of the
+    measured choice (`_cpu_choice.choose`) for float32 products of MEASURED_GEMM_MACS or more
+    and narrow ones."""
+    if onednn_gemm(x, w, b, keepable):
+        fixed = "onednn"
+    elif narrow_transposed(x, w, b):
+        fixed = "narrow"
+    else:
+        fixed = "blas"
+    if _onednn_linear is None or x.dim() != 2 or w.dim() != 2:
+        return fixed
+    (m, k), n = x.shape, w.shape[1]
+    macs = m * k * n
+    if macs < MEASURED_GEMM_MACS and not _narrow(m, k, n):
+        return fixed
+    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
+        return fixed
+    if b is not None and (b.dtype != torch.float32 or tuple(b.shape) != (n,)):
+        return fixed
+    key = (m, k, n, x.is_contiguous(), w.is_contiguous(), b is not None, keepable)
+    key += (torch.get_num_threads(),)
+    # Enough calls that a round takes ~0.3 ms at ~100 G multiply-adds/s.
+    calls = min(16, max(1, 30_000_000 // macs))
+    return _cpu_choice.choose("gemm", key, lambda: _gemm_candidates(x, w, b), fixed, calls)
+
+
 def cpu_gemm(
     x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
 ) -> torch.Tensor:
-    """`x @ w (+ b)` for CPU matrices: oneDNN's inner product where `onednn_gemm` says it is
-    faster, else torch's BLAS GEMM. Activations are left to the caller (`epilogue.apply`):
-    oneDNN's fused relu maps NaN to 0, where the epilogue's NaN policy keeps NaN."""
-    if onednn_gemm(x, w, b, keepable):
+    """`x @ w (+ b)` for CPU matrices on the kernel `gemm_kernel` picks: oneDNN's inner
+    product, the narrow form, or torch's BLAS GEMM. Activations are left to the caller
+    (`epilogue.apply`): oneDNN's fused relu maps NaN to 0, where the epilogue's NaN policy
+    keeps NaN."""
+    kind = gemm_kernel(x, w, b, keepable)
+    if kind == "onednn":
         # oneDNN's weight is (out_features, in_features): w.T, a view.
         return _onednn_linear(x, w.t(), onednn_bias(b), "none", [], "")
-    if narrow_transposed(x, w, b):
+    if kind == "narrow":
         return torch.mm(w.t(), x.t()).t().contiguous()
     return _blas_gemm(x, w, b)
 
@@ -346,14 +400,16 @@ def _matmul_keeps(params, avals) -> bool:
     m, k, n = xs[0], xs[1], w[0][1]
     if dtype != torch.float32 or m * n >= KEPT_PRODUCT_ELEMENTS:
         return True
+    if config.cpu_kernel_benchmark():
+        return True  # BLAS may measure the faster at any size (the writer asks at run time)
     return m * k * n < ONEDNN_GEMM_MACS and not _narrow(m, k, n)
 
 
 @memory_plan.keeps_output(matmul_p, _matmul_keeps)
 def _matmul_into(buffers, out_avals, x, w, b, activation):
-    if x.dim() != 2 or w.dim() != 2 or activation is not None or onednn_gemm(x, w, b):
+    if x.dim() != 2 or w.dim() != 2 or activation is not None:
         return None
-    if narrow_transposed(x, w, b):
+    if gemm_kernel(x, w, b) != "blas":
         return None
     out = memory_plan.buffer(buffers, "out", out_avals[0])
     return torch.mm(x, w, out=out) if b is None else torch.addmm(b, x, w, out=out)

@@ -17,8 +17,10 @@ RNG = np.random.default_rng(11)
 
 @pytest.fixture(autouse=True)
 def _fast_blas(monkeypatch):
-    """The choices below are those of a machine whose BLAS GEMM is fast (Intel's MKL on an
-    Intel CPU), whatever this one is; `slow_blas` tests the others."""
+    """The choices below are the fixed rules (no timing: test_cpu_choice tests the measured
+    choices) of a machine whose BLAS GEMM is fast (Intel's MKL on an Intel CPU), whatever
+    this one is; `slow_blas` tests the others."""
+    monkeypatch.setattr(keratron.config, "_cpu_kernel_benchmark", False)
     monkeypatch.setattr(linalg, "blas_is_slow", lambda: False)
     monkeypatch.setattr(convolution, "blas_is_slow", lambda: False)
 
