@@ -16,7 +16,8 @@ device routes registered next to their kernels with `@device_route(prim, device)
   kernel (a host-bound comparison picked slower kernels for small convolutions); elsewhere
   (eager ops, uncaptured steps) by host time with the GPU drained, and the two are measured
   and kept apart;
-- otherwise, on CPU values, the "cpu" route (oneDNN, a GEMM) runs, untimed;
+- otherwise, on CPU values, the "cpu" route (oneDNN, a GEMM) runs, untimed here (a CPU route
+  may measure its own choice between kernels, `ops._cpu_choice`);
 - otherwise the reference runs.
 
 A route that cannot handle a case raises NotImplementedError and the reference runs ("auto",
