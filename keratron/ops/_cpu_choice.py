@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import time
 
-from keratron import config
-
 # Per candidate: one warm-up call (oneDNN builds its primitive on the first), then _ROUNDS
 # rounds of `calls` calls each, the candidates interleaved within a round; a candidate's time
 # is its best round.
 _ROUNDS = 3
 # Another candidate replaces the default only when it is at least this much faster.
 _MARGIN = 0.9
-# At most this many signatures are measured per route; past that, new ones take the default.
+# At most this many signatures are measured per route; past that, new ones take the fixed
+# rule.
 _MAX_SIGNATURES = 256
+
+# And at most this many choices (measured or fixed) are remembered in all.
+_MAX_REMEMBERED = 4096
 
 _choices: dict[tuple, str] = {}
 _measured_per_route: dict[str, int] = {}
@@ -61,20 +63,27 @@ def measure(candidates: dict, default: str, calls: int, timer=None) -> str:
     return default
 
 
-def choose(route: str, key: tuple, candidates, default: str, calls: int = 1) -> str:
-    """The kernel `route` runs for signature `key`: measured on the first call of `key` (with
-    `candidates()`, a dict of name -> zero-argument callable built only then), looked up
-    afterwards; `default` where measuring is off or the route has measured its quota."""
-    if not config.cpu_kernel_benchmark():
-        return default
+def choose(route: str, key: tuple, candidates, default, calls: int = 1) -> str:
+    """The kernel `route` runs for signature `key` (which must hold everything the choice
+    depends on). On the first call of `key`: `candidates()` gives a dict of name ->
+    zero-argument callable to measure, or None where the signature is not measured, and
+    `default()` names the fixed rule's kernel; later calls look the choice up. The caller
+    asks `config.cpu_kernel_benchmark()` first and takes its fixed rule where it is off."""
     full = (route, *key)
     choice = _choices.get(full)
-    if choice is None:
-        seen = _measured_per_route.get(route, 0)
-        if seen >= _MAX_SIGNATURES:
-            return default
-        _measured_per_route[route] = seen + 1
-        choice = _choices[full] = measure(candidates(), default, calls)
+    if choice is not None:
+        return choice
+    fixed = default()
+    seen = _measured_per_route.get(route, 0)
+    if seen >= _MAX_SIGNATURES:
+        return fixed
+    found = candidates()
+    if not found:
+        if len(_choices) < _MAX_REMEMBERED:
+            _choices[full] = fixed  # not measurable: the fixed rule, remembered
+        return fixed
+    _measured_per_route[route] = seen + 1
+    choice = _choices[full] = measure(found, fixed, calls)
     return choice
 
 

@@ -321,6 +321,7 @@ def onednn_bias(b: torch.Tensor | None) -> torch.Tensor | None:
 # mlp's training step as fast as oneDNN or faster (128x784 @ 784x512 627 us against 631; the
 # weight gradients 784x128.T @ 128x512 527 against 1,000, 512x128.T @ 128x512 363 against 661).
 MEASURED_GEMM_MACS = 1 << 18
+assert MEASURED_GEMM_MACS <= ONEDNN_GEMM_MACS  # below it, every fixed rule says BLAS
 
 
 def _gemm_candidates(x, w, b) -> dict:
@@ -335,35 +336,47 @@ def _gemm_candidates(x, w, b) -> dict:
     return found
 
 
+def _fixed_gemm_kernel(x, w, b, keepable: bool) -> str:
+    """The kernel the fixed rules (`onednn_gemm`, `narrow_transposed`) give `x @ w (+ b)`."""
+    if onednn_gemm(x, w, b, keepable):
+        return "onednn"
+    return "narrow" if narrow_transposed(x, w, b) else "blas"
+
+
+def _measurable(x, w, b) -> bool:
+    """Whether every candidate of `_gemm_candidates` can compute `x @ w (+ b)`."""
+    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
+        return False
+    return b is None or (b.dtype == torch.float32 and tuple(b.shape) == (w.shape[1],))
+
+
 def gemm_kernel(
     x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
 ) -> str:
     """Which kernel `cpu_gemm(x, w, b, keepable)` runs: "onednn" (oneDNN's inner product),
-    "narrow" (`(w.T @ x.T).T` made dense) or "blas" (torch's GEMM). The fixed rules
-    (`onednn_gemm`, `narrow_transposed`) decide small products, and are the default of the
-    measured choice (`_cpu_choice.choose`) for float32 products of MEASURED_GEMM_MACS or more
-    and narrow ones."""
-    if onednn_gemm(x, w, b, keepable):
-        fixed = "onednn"
-    elif narrow_transposed(x, w, b):
-        fixed = "narrow"
-    else:
-        fixed = "blas"
-    if _onednn_linear is None or x.dim() != 2 or w.dim() != 2:
-        return fixed
-    (m, k), n = x.shape, w.shape[1]
-    macs = m * k * n
-    if macs < MEASURED_GEMM_MACS and not _narrow(m, k, n):
-        return fixed
-    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
-        return fixed
-    if b is not None and (b.dtype != torch.float32 or tuple(b.shape) != (n,)):
-        return fixed
-    key = (m, k, n, x.is_contiguous(), w.is_contiguous(), b is not None, keepable)
-    key += (torch.get_num_threads(),)
-    # Enough calls that a round takes ~0.3 ms at ~100 G multiply-adds/s.
-    calls = min(16, max(1, 30_000_000 // macs))
-    return _cpu_choice.choose("gemm", key, lambda: _gemm_candidates(x, w, b), fixed, calls)
+    "narrow" (`(w.T @ x.T).T` made dense) or "blas" (torch's GEMM). The fixed rules decide
+    small products, and are the default of the measured choice (`_cpu_choice.choose`) for
+    float32 products of MEASURED_GEMM_MACS or more and narrow ones."""
+    if x.dim() == 2 and w.dim() == 2:
+        (m, k), n = x.shape, w.shape[1]
+        macs = m * k * n
+        if macs < MEASURED_GEMM_MACS and not _narrow(m, k, n):
+            return "blas"  # below every fixed rule's threshold, as the common small product
+        if _onednn_linear is not None and x.is_cpu and config.cpu_kernel_benchmark():
+            # Everything the rules and the candidates read: sizes, layouts (strides), dtypes,
+            # the bias, and the thread count the kernels will run on.
+            bias = None if b is None else (b.dtype, b.shape, b.stride())
+            key = (m, k, n, x.stride(), w.stride(), x.dtype, w.dtype, w.is_cpu, bias, keepable)
+            key += (torch.get_num_threads(),)
+            return _cpu_choice.choose(
+                "gemm",
+                key,
+                lambda: _gemm_candidates(x, w, b) if _measurable(x, w, b) else None,
+                lambda: _fixed_gemm_kernel(x, w, b, keepable),
+                # Enough calls that a round takes ~0.3 ms at ~100 G multiply-adds/s.
+                calls=min(16, max(1, 30_000_000 // macs)),
+            )
+    return _fixed_gemm_kernel(x, w, b, keepable)
 
 
 def cpu_gemm(

@@ -211,3 +211,21 @@ def test_environment_variable_is_validated(monkeypatch):
     monkeypatch.setenv("KERATRON_CPU_KERNEL_BENCHMARK", "maybe")
     with pytest.raises(ValueError, match="KERATRON_CPU_KERNEL_BENCHMARK"):
         keratron.config.cpu_kernel_benchmark()
+
+
+def test_a_product_the_candidates_cannot_all_compute_keeps_the_fixed_rule(times):
+    # bfloat16 operands: oneDNN's float32 inner product is not a candidate, nothing is timed.
+    times["blas"], times["onednn"] = 3.0, 1.0
+    x = RNG.standard_normal((128, 784)).astype("float32")
+    w = RNG.standard_normal((784, 512)).astype("float32")
+    tx = keratron.ops.cast(keratron.convert_to_tensor(x), "bfloat16")
+    tw = keratron.ops.cast(keratron.convert_to_tensor(w), "bfloat16")
+    for _ in range(2):
+        got = matmul_p.bind(tx, tw, None, activation=None)
+    assert not times.built
+    assert list(_cpu_choice._choices.values()) == ["blas"]
+    want = np.asarray(keratron.ops.cast(tx, "float32")) @ np.asarray(
+        keratron.ops.cast(tw, "float32")
+    )
+    got = np.asarray(keratron.ops.cast(got, "float32"))
+    np.testing.assert_allclose(got, want, rtol=0, atol=0.02 * np.abs(want).max())
