@@ -50,6 +50,20 @@ def environ_get(name: str, default=None):
     return value
 
 
+_SWITCH_ON, _SWITCH_OFF = ("1", "true", "on"), ("0", "false", "off")
+
+
+def _env_switch(name: str, default: bool) -> bool:
+    """The 0/1 environment variable `name` (also true/false, on/off); unset or empty is
+    `default`. Anything else is a ValueError naming the variable."""
+    env = environ_get(name, "").strip().lower()
+    if env == "":
+        return default
+    if env not in _SWITCH_ON + _SWITCH_OFF:
+        raise ValueError(f"{name} must be 0 or 1. Received: {env!r}")
+    return env in _SWITCH_ON
+
+
 def floatx() -> str:
     """Returns the default float type as a string, e.g. "float32"."""
     return _FLOATX
@@ -199,10 +213,7 @@ def cuda_graphs() -> bool:
     KERATRON_CUDA_GRAPHS ("1" or unset on, "0" off)."""
     if _cuda_graphs is not None:
         return _cuda_graphs
-    env = os.environ.get("KERATRON_CUDA_GRAPHS", "1").strip().lower()
-    if env not in ("0", "1", "", "false", "true", "off", "on"):
-        raise ValueError(f"KERATRON_CUDA_GRAPHS must be 0 or 1. Received: {env!r}")
-    return env not in ("0", "false", "off")
+    return _env_switch("KERATRON_CUDA_GRAPHS", default=True)
 
 
 # ---------------------------------------------------------------------------- host memory
@@ -234,10 +245,7 @@ def host_memory_cache() -> bool:
     KERATRON_HOST_MEMORY_CACHE environment variable ("1" on, "0" or unset off)."""
     if _host_memory_cache is not None:
         return _host_memory_cache
-    env = os.environ.get("KERATRON_HOST_MEMORY_CACHE", "0").strip().lower()
-    if env not in ("0", "1", "", "false", "true", "off", "on"):
-        raise ValueError(f"KERATRON_HOST_MEMORY_CACHE must be 0 or 1. Received: {env!r}")
-    return env in ("1", "true", "on")
+    return _env_switch("KERATRON_HOST_MEMORY_CACHE", default=False)
 
 
 # ---------------------------------------------------------------------------- CPU threads
@@ -270,10 +278,7 @@ def adapt_threads() -> bool:
     `set_adapt_threads`, else KERATRON_ADAPT_THREADS ("1" or unset on, "0" off)."""
     if _adapt_threads is not None:
         return _adapt_threads
-    env = os.environ.get("KERATRON_ADAPT_THREADS", "1").strip().lower()
-    if env not in ("0", "1", "", "false", "true", "off", "on"):
-        raise ValueError(f"KERATRON_ADAPT_THREADS must be 0 or 1. Received: {env!r}")
-    return env not in ("0", "false", "off")
+    return _env_switch("KERATRON_ADAPT_THREADS", default=True)
 
 
 _cpu_kernel_benchmark: bool | None = None  # resolved from KERATRON_CPU_KERNEL_BENCHMARK
@@ -304,10 +309,7 @@ def cpu_kernel_benchmark() -> bool:
     KERATRON_CPU_KERNEL_BENCHMARK ("1" or unset on, "0" off)."""
     if _cpu_kernel_benchmark is not None:
         return _cpu_kernel_benchmark
-    env = environ_get("KERATRON_CPU_KERNEL_BENCHMARK", "1").strip().lower()
-    if env not in ("0", "1", "", "false", "true", "off", "on"):
-        raise ValueError(f"KERATRON_CPU_KERNEL_BENCHMARK must be 0 or 1. Received: {env!r}")
-    return env not in ("0", "false", "off")
+    return _env_switch("KERATRON_CPU_KERNEL_BENCHMARK", default=True)
 
 
 # ---------------------------------------------------------------------------- kernel backend
