@@ -268,6 +268,15 @@ def _plain_layout(t: torch.Tensor) -> bool:
     return t.is_contiguous() or t.t().is_contiguous()
 
 
+def _onednn_operands(x, w, b) -> bool:
+    """Whether oneDNN's inner product (and so every candidate of `_gemm_candidates`) takes
+    these operands: float32 CPU matrices whose rows or columns are contiguous, and no bias or
+    a float32 vector of w's columns."""
+    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
+        return False
+    return b is None or (b.dtype == torch.float32 and tuple(b.shape) == (w.shape[1],))
+
+
 def onednn_gemm(
     x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
 ) -> bool:
@@ -283,9 +292,7 @@ def onednn_gemm(
     macs = m * k * n
     if macs < ONEDNN_GEMM_MACS and not _narrow(m, k, n):
         return False  # the common small case, decided first
-    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
-        return False
-    if b is not None and (b.dtype != torch.float32 or tuple(b.shape) != (w.shape[1],)):
+    if not _onednn_operands(x, w, b):
         return False
     transposed = m > 1 and k > 1 and not x.is_contiguous()
     if transposed:
@@ -324,16 +331,27 @@ MEASURED_GEMM_MACS = 1 << 18
 assert MEASURED_GEMM_MACS <= ONEDNN_GEMM_MACS  # below it, every fixed rule says BLAS
 
 
+def _inner_product(x, w, b):
+    # oneDNN's weight is (out_features, in_features): w.T, a view.
+    return _onednn_linear(x, w.t(), onednn_bias(b), "none", [], "")
+
+
+def _narrow_product(x, w, b):
+    return torch.mm(w.t(), x.t()).t().contiguous()
+
+
+# The kernels `cpu_gemm` runs, by the names `gemm_kernel` gives them.
+_GEMM_KERNELS = {"blas": _blas_gemm, "onednn": _inner_product, "narrow": _narrow_product}
+
+
 def _gemm_candidates(x, w, b) -> dict:
-    """The kernels that can compute `x @ w (+ b)` for float32 CPU matrices, by name."""
-    found = {
-        "blas": lambda: _blas_gemm(x, w, b),
-        "onednn": lambda: _onednn_linear(x, w.t(), onednn_bias(b), "none", [], ""),
-    }
+    """The kernels that can compute `x @ w (+ b)` for float32 CPU matrices, by name, each
+    bound to the operands."""
+    names = ["blas", "onednn"]
     n = w.shape[1]
     if b is None and 2 <= n < NARROW_COLUMNS_TRANSPOSED and x.t().is_contiguous():
-        found["narrow"] = lambda: torch.mm(w.t(), x.t()).t().contiguous()
-    return found
+        names.append("narrow")
+    return {name: functools.partial(_GEMM_KERNELS[name], x, w, b) for name in names}
 
 
 def _fixed_gemm_kernel(x, w, b, keepable: bool) -> str:
@@ -341,13 +359,6 @@ def _fixed_gemm_kernel(x, w, b, keepable: bool) -> str:
     if onednn_gemm(x, w, b, keepable):
         return "onednn"
     return "narrow" if narrow_transposed(x, w, b) else "blas"
-
-
-def _measurable(x, w, b) -> bool:
-    """Whether every candidate of `_gemm_candidates` can compute `x @ w (+ b)`."""
-    if not (_float32_cpu(x, w) and _plain_layout(x) and _plain_layout(w)):
-        return False
-    return b is None or (b.dtype == torch.float32 and tuple(b.shape) == (w.shape[1],))
 
 
 def gemm_kernel(
@@ -371,7 +382,7 @@ def gemm_kernel(
             return _cpu_choice.choose(
                 "gemm",
                 key,
-                lambda: _gemm_candidates(x, w, b) if _measurable(x, w, b) else None,
+                lambda: _gemm_candidates(x, w, b) if _onednn_operands(x, w, b) else None,
                 lambda: _fixed_gemm_kernel(x, w, b, keepable),
                 # Enough calls that a round takes ~0.3 ms at ~100 G multiply-adds/s.
                 calls=min(16, max(1, 30_000_000 // macs)),
@@ -386,13 +397,7 @@ def cpu_gemm(
     product, the narrow form, or torch's BLAS GEMM. Activations are left to the caller
     (`epilogue.apply`): oneDNN's fused relu maps NaN to 0, where the epilogue's NaN policy
     keeps NaN."""
-    kind = gemm_kernel(x, w, b, keepable)
-    if kind == "onednn":
-        # oneDNN's weight is (out_features, in_features): w.T, a view.
-        return _onednn_linear(x, w.t(), onednn_bias(b), "none", [], "")
-    if kind == "narrow":
-        return torch.mm(w.t(), x.t()).t().contiguous()
-    return _blas_gemm(x, w, b)
+    return _GEMM_KERNELS[gemm_kernel(x, w, b, keepable)](x, w, b)
 
 
 @device_route(matmul_p, "cpu")
