@@ -28,16 +28,17 @@ demo: $(STAMP)
 # Then every docstring example of the package (with the suite's environment, -p
 # tests.conftest), and a sample of the suite under a hostile ~/.keras and KERATRON_* variables.
 test: $(STAMP)
-	$(PYTEST) -n 2 -m "not triton and not aot and not extended" $(SEPARATE) tests
+	$(PYTEST) -n 2 -m "not triton and not aot and not extended and not provenance" $(SEPARATE) tests
 	TRITON_INTERPRET=1 $(PYTEST) -n 2 -m triton tests/triton_kernels
 	@if ls tests/aot/test_*.py >/dev/null 2>&1; then $(PYTEST) -m aot tests/aot; fi
 	$(PYTEST) -n 2 -p tests.conftest --doctest-modules $(KERNEL_EXAMPLES) keratron
 	PY=$(PY) .ci/hermetic_sample.sh
 
 # Every architecture variant of keras.applications against Keras, the full-size models and
-# tf.keras 2's own writer: about 15 minutes of CPU on top of make test.
+# tf.keras 2's own writer, and the reruns under Keras and TensorFlow of the programs whose
+# figures the suite records (tests/provenance.py): about 20 minutes of CPU on top of make test.
 test-extended: $(STAMP)
-	$(PYTEST) -n 2 -m extended tests/applications
+	$(PYTEST) -n 2 -m "extended or provenance" $(SEPARATE) tests
 
 test-hermetic: $(STAMP)
 	PY=$(PY) .ci/hermetic_sample.sh

@@ -4,7 +4,8 @@ No setting of the user's changes a result: Keras reads its `keras.json` (backend
 layout) and caches from a fresh `KERAS_HOME` holding Keras's defaults, `KERAS_BACKEND` is torch,
 and every `KERATRON_*` variable is cleared. Child processes the tests start inherit all of it.
 A run that means to change a keratron setting says so with `KERATRON_TEST_<NAME>`, which becomes
-`KERATRON_<NAME>` here (`KERATRON_TEST_DEVICE=cuda` runs the suite on CUDA tensors).
+`KERATRON_<NAME>` here (`KERATRON_TEST_DEVICE=cuda` runs the suite on CUDA tensors). Under
+pytest-xdist each worker runs its share of the cores (`_share_cores`).
 """
 
 import atexit
@@ -38,7 +39,19 @@ def _isolate_environment() -> None:
             os.environ["KERATRON_" + name[len(TEST_PREFIX) :]] = value
 
 
+def _share_cores() -> None:
+    """Under pytest-xdist, each worker (and every process it starts) runs its share of the
+    cores as OpenMP threads, unless OMP_NUM_THREADS is set: torch's default of a thread per
+    core in each of two workers on two cores keeps four threads spinning for two cores. A
+    test that is about thread counts sets its own (`torch_threads`)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (cores or os.cpu_count() or 1) // workers))
+
+
 _isolate_environment()
+_share_cores()
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -4,7 +4,9 @@ Each figure was recorded by running the same script under real Keras 3.15.1 (tor
 `examples/keras_io/run_with_keras.py`, which only switches `import keratron as keras` to
 `import keras`. The tolerance covers seed and kernel noise: the two frameworks draw different
 initial weights and shuffles from the same seed. `test_recorded_figure_is_keras`
-re-runs the scripts under Keras and checks the recorded figures themselves.
+reruns the scripts under Keras and checks the recorded figures themselves (marked `provenance`:
+`make test-extended` runs it); `make test` checks that neither a figure nor the script it was
+checked on changed since (`tests/provenance.py`).
 
 `writing_a_training_loop_from_scratch` is the guide's TensorFlow form (Keras 3 has no
 backend-agnostic one): it imports `keratron.compat.v2 as tf`, and its figure was recorded under
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import provenance
 from tests.conftest import require_installed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +72,58 @@ SLOW = [
 ]
 
 
+# The fingerprint (tests/provenance.py) of each figure with its script, the local data module
+# and the converter, as `test_recorded_figure_is_keras` last passed on them.
+CHECKED = {
+    "sequential_model.py": "d94c26bfd5625ef5",
+    "functional_api.py": "5561b9370cac76ca",
+    "making_new_layers_and_models_via_subclassing.py": "219ec46a6986877a",
+    "training_with_built_in_methods.py": "1ad7fc0c009c7705",
+    "customizing_what_happens_in_fit.py": "1fd935b6f5465ac8",
+    "writing_your_own_callbacks.py": "f130402b7e525802",
+    "serialization_and_saving.py": "856c0c8934b457b8",
+    "understanding_masking_and_padding.py": "9ef66ee3a51d557b",
+    "imbalanced_classification.py": "46a3fdb863aaa089",
+    "writing_a_training_loop_from_scratch.py": "2eee6b02da44656c",
+    "bidirectional_lstm_imdb.py": "4ebf0818cbdbcbf9",
+    "text_classification_with_transformer.py": "c814d293b7eebc12",
+    "timeseries_classification_from_scratch.py": "2a085a55dcdc15dc",
+    "working_with_rnns.py": "f5ba9a28223091e8",
+    "working_with_preprocessing_layers.py": "51aa3d583bb0f12b",
+    "structured_data_classification_from_scratch.py": "417ee816b8b50d41",
+    "customizing_saving_and_serialization.py": "35130cbd0181e9e9",
+    "mnist_convnet.py": "7d1f8bc3fada1e38",
+    "autoencoder.py": "9bedc5ce8df18c6c",
+    "vae.py": "37579c03f2e5ee73",
+    "transfer_learning.py": "2ce9af85251b8c9e",
+}
+
+
+def _peer(name):
+    source = (KERAS_IO / name).read_text()
+    return "TensorFlow 2.20" if "compat.v2" in source else "Keras 3.15.1"
+
+
+def _checked_parts(name, label, keras_figure, tol):
+    """What a recorded figure was checked on: itself, its script, the script's local data
+    (`_data.py`) and the conversion to Keras (`run_with_keras.py`)."""
+    return (
+        (label, keras_figure, tol),
+        KERAS_IO / name,
+        KERAS_IO / "_data.py",
+        KERAS_IO / "run_with_keras.py",
+    )
+
+
+def _assert_checked(name, label, keras_figure, tol):
+    provenance.assert_checked(
+        CHECKED.get(name, ""),
+        f"examples/keras_io/{name} or its figure",
+        _peer(name),
+        *_checked_parts(name, label, keras_figure, tol),
+    )
+
+
 def run_script(name, timeout=180):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -114,10 +169,17 @@ def test_keras_source_changes_only_the_import():
     assert keras_source(source) == expected
 
 
+@pytest.mark.parametrize("name,label,keras_figure,tol", FAST + SLOW)
+def test_recorded_figure_was_checked_on_this_script(name, label, keras_figure, tol):
+    _assert_checked(name, label, keras_figure, tol)
+
+
 @pytest.mark.interop
 @pytest.mark.slow
+@pytest.mark.provenance
 @pytest.mark.parametrize("name,label,keras_figure,tol", FAST + SLOW)
 def test_recorded_figure_is_keras(name, label, keras_figure, tol):
+    _assert_checked(name, label, keras_figure, tol)
     needs = ["keras"] + (["tensorflow"] if "compat.v2" in (KERAS_IO / name).read_text() else [])
     for module in needs:
         require_installed(module)

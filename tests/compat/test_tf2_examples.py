@@ -1,6 +1,8 @@
 """The TF2 guide programs in examples/tf2 run on keratron.compat.v2 and print what TensorFlow
 2.20 (Keras 3.15.1) prints for the same program and data, recorded in tf2_examples_tf.json;
-the `interop` test reruns them under TensorFlow with only the imports changed.
+the `provenance` test reruns them under TensorFlow with only the imports changed (`make
+test-extended`), and `make test` checks that neither a recording nor its program changed since
+(`tests/provenance.py`).
 
 The programs start from fixed weights and seeded NumPy data, so nothing depends on a random
 draw of either framework: text and integers must match exactly, and printed floats within
@@ -17,9 +19,11 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from tests import provenance
 from tests.conftest import require_installed
 
 HERE = os.path.dirname(__file__)
@@ -33,6 +37,15 @@ ATOL = {
     "checkpoints": 2e-4,
     "custom_train_step_in_tensorflow": 2e-4,
     "premade_estimator": 0.0,
+}
+# The fingerprint (tests/provenance.py) of each recording with its program and the converter, as
+# `test_tensorflow_prints_the_recorded_figures` last passed on them.
+CHECKED = {
+    "checkpoints": "70433137e5730a65",
+    "custom_gradient": "82a8b598237c61bd",
+    "custom_train_step_in_tensorflow": "c8038cb112dc9dff",
+    "eager_basics": "b540c478d95398a7",
+    "premade_estimator": "d773593a0c5c3c75",
 }
 _FLOAT = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|nan|inf")
 
@@ -99,9 +112,25 @@ def test_premade_estimator_pipeline_and_guide_figures():
     assert all(float(p[1]) > 50.0 for p in predicted)
 
 
+def _assert_checked(name):
+    parts = (TF[name], ATOL[name], Path(EXAMPLES, name + ".py"),
+             Path(EXAMPLES, "run_with_tensorflow.py"))  # fmt: skip
+    provenance.assert_checked(
+        CHECKED.get(name, ""), f"examples/tf2/{name}.py or its recording", "TensorFlow 2.20",
+        *parts,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ATOL))
+def test_recorded_figures_were_checked_on_this_program(name):
+    _assert_checked(name)
+
+
 @pytest.mark.interop
 @pytest.mark.slow
+@pytest.mark.provenance
 @pytest.mark.parametrize("name", sorted(ATOL))
 def test_tensorflow_prints_the_recorded_figures(name):
+    _assert_checked(name)
     require_installed("tensorflow")
     _assert_matches(_run(name + ".py", tensorflow=True), TF[name], ATOL[name])

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import keratron.compat.v1 as tf
+from tests import provenance
 from tests.compat import tf1_image_program
 from tests.conftest import require_installed
 
@@ -170,6 +171,23 @@ end
 """
 
 
+# The fingerprint (tests/provenance.py) of the two pipelines and what TensorFlow printed for
+# them, as `test_pipeline_under_tensorflow_prints_the_same` last passed on them.
+CHECKED = "9a9130050507f185"
+_TF_IMPORT = "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n"
+
+
+def _assert_checked():
+    provenance.assert_checked(
+        CHECKED, "the pipelines or their recordings", "TensorFlow 2.20",
+        CSV_PIPELINE, CSV_PIPELINE_TF, SLICE_PIPELINE, SLICE_PIPELINE_TF, _TF_IMPORT,
+    )  # fmt: skip
+
+
+def test_recordings_were_checked_on_these_pipelines():
+    _assert_checked()
+
+
 def _run_program(source, **environ):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **environ)
     out = subprocess.run(
@@ -197,14 +215,13 @@ def test_slice_pipeline_prints_what_tensorflow_printed():
 
 @pytest.mark.interop
 @pytest.mark.slow
+@pytest.mark.provenance
 def test_pipeline_under_tensorflow_prints_the_same():
+    _assert_checked()
     # A subprocess: TensorFlow and triton must not share a process (both bundle LLVM).
     require_installed("tensorflow")
     for program, printed in ((CSV_PIPELINE, CSV_PIPELINE_TF), (SLICE_PIPELINE, SLICE_PIPELINE_TF)):
-        source = program.replace(
-            "import keratron.compat.v1 as tf\n",
-            "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n",
-        )
+        source = program.replace("import keratron.compat.v1 as tf\n", _TF_IMPORT)
         assert _run_program(source, KERAS_BACKEND="tensorflow") == printed
 
 

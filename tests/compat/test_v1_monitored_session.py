@@ -16,6 +16,7 @@ import sys
 import pytest
 
 import keratron.compat.v1 as tf
+from tests import provenance
 from tests.conftest import require_installed
 
 KERATRON = "import keratron.compat.v1 as tf\n"
@@ -105,6 +106,22 @@ steps until end of input 3
 """
 
 
+# The fingerprint (tests/provenance.py) of the program, its TensorFlow header and what
+# TensorFlow printed, as `test_program_under_tensorflow_prints_the_same` last passed on them.
+CHECKED = "3a9c859bb72de7b6"
+
+
+def _assert_checked():
+    provenance.assert_checked(
+        CHECKED, "the program or its recording", "TensorFlow 2.20", TENSORFLOW, PROGRAM,
+        PROGRAM_TF,
+    )  # fmt: skip
+
+
+def test_recording_was_checked_on_this_program():
+    _assert_checked()
+
+
 def _run(header, **environ):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **environ)
     out = subprocess.run(
@@ -124,7 +141,9 @@ def test_program_prints_what_tensorflow_printed():
 
 @pytest.mark.interop
 @pytest.mark.slow
+@pytest.mark.provenance
 def test_program_under_tensorflow_prints_the_same():
+    _assert_checked()
     # A subprocess: TensorFlow and triton must not share a process (both bundle LLVM).
     require_installed("tensorflow")
     assert _run(TENSORFLOW, KERAS_BACKEND="tensorflow") == PROGRAM_TF

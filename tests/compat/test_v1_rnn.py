@@ -10,17 +10,36 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import keratron.compat.v1 as tf
+from tests import provenance
 from tests.compat import tf1_rnn_program as program
 from tests.conftest import require_installed
 
 HERE = os.path.dirname(__file__)
 with open(os.path.join(HERE, "tf1_rnn_tf.json")) as f:
     TF_OUT = json.load(f)
+# The fingerprint (tests/provenance.py) of tf1_rnn_tf.json with tf1_rnn_program.py, as
+# `test_recorded_numbers_are_tensorflows` last passed on them.
+CHECKED = "8067a1511701e9eb"
+
+
+def _assert_checked():
+    provenance.assert_checked(
+        CHECKED,
+        "tests/compat/tf1_rnn_program.py or tf1_rnn_tf.json",
+        "TensorFlow 2.20",
+        Path(HERE, "tf1_rnn_tf.json"),
+        Path(HERE, "tf1_rnn_program.py"),
+    )
+
+
+def test_recorded_numbers_were_checked_on_this_program():
+    _assert_checked()
 
 
 def _same(got, want, path):
@@ -51,7 +70,9 @@ def test_program_prints_what_tensorflow_printed(keratron_out, key):
 
 @pytest.mark.interop
 @pytest.mark.slow
+@pytest.mark.provenance
 def test_recorded_numbers_are_tensorflows():
+    _assert_checked()
     # TensorFlow and triton must not share a process (both bundle LLVM): a subprocess runs it.
     require_installed("tensorflow")
     env = dict(
