@@ -586,9 +586,6 @@ def _worker_init(cache_dir: str) -> None:
     os.environ["TRITON_CACHE_DIR"] = cache_dir
     # Only the cubin and its metadata are read back; the IR stages would be ~10x the disk.
     os.environ["TRITON_STORE_BINARY_ONLY"] = "1"
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*TRITON_DEFAULT_FP_FUSION.*")
 
 
 def _compile(job) -> dict:
@@ -599,6 +596,8 @@ def _compile(job) -> dict:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    from keratron.triton_kernels._common import FP_FUSION
+
     fn = _kernel(spec.module, spec.kernel)
     attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in spec.divisible}
     sig, consts = dict(spec.signature), spec.consts()
@@ -607,7 +606,7 @@ def _compile(job) -> dict:
         kernel = triton.compile(
             ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
             target=GPUTarget("cuda", SMS[target].arch, 32),
-            options={"num_warps": warps, "num_stages": stages},
+            options={"num_warps": warps, "num_stages": stages, "enable_fp_fusion": FP_FUSION},
         )
     except Exception as e:  # noqa: BLE001 - every failure is a row of the report
         # The first line says what failed; a Triton CompilationError ends with its cause.

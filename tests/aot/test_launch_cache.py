@@ -339,3 +339,28 @@ def test_only_a_launcher_that_forwards_as_triton_does_is_called_directly():
     scratch = Launcher(None, meta, None)
     scratch.global_scratch_size = 256
     assert _common._direct_launcher(scratch) is None
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_every_compile_asks_for_fp_fusion_itself(calls, monkeypatch, pinned):
+    # The kernels' numerics are those of contracted code; Triton 3.10 turns its default off
+    # (3.9 warns at the first compile where nobody asked). Both launch paths (a planned or
+    # pinned config, and the autotuner's) say it.
+    from keratron.triton_kernels import conv2d
+
+    asked = []
+    knobs = triton.knobs.language
+    decide = type(knobs).fp_fusion_enabled
+
+    def recording(self, requested):
+        asked.append(requested)
+        return decide(self, requested)
+
+    monkeypatch.setattr(type(knobs), "fp_fusion_enabled", recording)
+    if pinned:
+        monkeypatch.setenv("KERATRON_TRITON_PIN", "1")
+    with _standin.stand_in_driver():
+        _matmul.matmul_route(_r(5, 70), _r(70, 20), _r(20), "relu")
+        conv2d.grad_filter_route(_r(2, 7, 9, 6), _r(2, 7, 8, 5), (3, 3, 6, 5), groups=1, **_CONV)
+    assert calls["autotune"] == (0 if pinned else 1)
+    assert asked and all(requested is _common.FP_FUSION is True for requested in asked)
