@@ -757,7 +757,7 @@ def _cached_forward(shape, relaunch, k_major=False):
     its unsqueezed tensors' storage as is; a K-major read copies the kernel each call."""
 
     def route(x, k, b):
-        y = torch.empty(shape, dtype=x.dtype, device=x.device)
+        y = x.new_empty(*shape)
         w = k_major_weights(k)[0] if k_major else k.contiguous()
         relaunch(x, w, y if b is None else b.contiguous(), y)
         return y
@@ -836,7 +836,7 @@ def _cached_grad_input(shape, relaunch, taps):
     the depthwise kernel, which has none)."""
 
     def route(g, k):
-        gx = torch.empty(shape, dtype=g.dtype, device=g.device)
+        gx = g.new_empty(*shape)
         if taps is None:
             relaunch(g, k.contiguous(), gx)
         else:
@@ -928,10 +928,10 @@ def _cached_grad_filter(out_shape, splits, shape, relaunch):
 
     def route(x, g):
         if splits == 1:
-            out = torch.empty(shape, dtype=g.dtype, device=g.device)
+            out = g.new_empty(*shape)
             relaunch(x, g, out)
             return out
-        out = torch.empty(out_shape, dtype=torch.float32, device=g.device)
+        out = g.new_empty(out_shape, dtype=torch.float32)
         relaunch(x, g, out)
         return out.sum(0).to(g.dtype).reshape(shape)
 

@@ -565,7 +565,7 @@ def _cached_route(out_shape, split, first, second, copies=(False, False)):
         copy_x, copy_w = copies
 
         def route_copying(x, w, b):
-            y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+            y = x.new_empty(*out_shape)
             x = x.reshape(m, x.shape[-1]).contiguous() if copy_x else x
             first(x, _column_major(w) if copy_w else w, y if b is None else b, y)
             return y
@@ -574,15 +574,15 @@ def _cached_route(out_shape, split, first, second, copies=(False, False)):
     if split == 1:
 
         def route(x, w, b):
-            y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+            y = x.new_empty(*out_shape)
             first(x, w, y if b is None else b, y)
             return y
 
         return route
 
     def route_split(x, w, b):
-        y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
-        part = torch.empty((split, m, n), dtype=torch.float32, device=x.device)
+        y = x.new_empty(*out_shape)
+        part = x.new_empty((split, m, n), dtype=torch.float32)
         first(x, w, part)
         second(part, y if b is None else b, y)
         return y

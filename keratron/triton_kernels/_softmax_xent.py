@@ -346,8 +346,8 @@ def _cached_forward(loss_shape, probs_shape, relaunch):
     """The forward route of one signature (`route_cache`)."""
 
     def route(logits, labels):
-        loss = torch.empty(loss_shape, dtype=logits.dtype, device=logits.device)
-        probs = torch.empty(probs_shape, dtype=logits.dtype, device=logits.device)
+        loss = logits.new_empty(loss_shape)  # a tuple: a 1-D batch's loss is 0-d
+        probs = logits.new_empty(*probs_shape)
         relaunch(logits, labels, loss, probs)
         return loss, probs
 
@@ -414,7 +414,7 @@ def _cached_backward(shape, dtype, relaunch):
     """The backward route of one signature (`route_cache`)."""
 
     def route(g, probs, labels):
-        out = torch.empty(shape, dtype=dtype, device=probs.device)
+        out = probs.new_empty(shape, dtype=dtype)
         relaunch(g, probs, labels, out)
         return out
 
