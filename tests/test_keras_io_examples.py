@@ -99,9 +99,9 @@ CHECKED = {
 }
 
 
-def _peer(name):
-    source = (KERAS_IO / name).read_text()
-    return "TensorFlow 2.20" if "compat.v2" in source else "Keras 3.15.1"
+def _under_tensorflow(name):
+    """Whether `name`'s figure was recorded under TensorFlow 2 (a `keratron.compat.v2` script)."""
+    return "compat.v2" in (KERAS_IO / name).read_text()
 
 
 def _checked_parts(name, label, keras_figure, tol):
@@ -121,7 +121,7 @@ def _assert_checked(name, label, keras_figure, tol):
     provenance.assert_checked(
         CHECKED.get(name, ""),
         f"examples/keras_io/{name} or its figure",
-        _peer(name),
+        "TensorFlow 2.20" if _under_tensorflow(name) else "Keras 3.15.1",
         *_checked_parts(name, label, keras_figure, tol),
     )
 
@@ -182,7 +182,7 @@ def test_recorded_figure_was_checked_on_this_script(name, label, keras_figure, t
 @pytest.mark.parametrize("name,label,keras_figure,tol", FAST + SLOW)
 def test_recorded_figure_is_keras(name, label, keras_figure, tol):
     _assert_checked(name, label, keras_figure, tol)
-    needs = ["keras"] + (["tensorflow"] if "compat.v2" in (KERAS_IO / name).read_text() else [])
+    needs = ["keras"] + (["tensorflow"] if _under_tensorflow(name) else [])
     for module in needs:
         require_installed(module)
     sys.path.insert(0, str(KERAS_IO))
