@@ -12,6 +12,8 @@ point: it computes (or, under tracing, records a graph node) and lets every acti
 from __future__ import annotations
 
 import contextlib
+import importlib
+import sys
 import threading
 from collections.abc import Callable
 
@@ -35,6 +37,27 @@ def _default_binder(prim, params):
 
 
 _binder = _default_binder
+
+
+def prepare_meta_kernels() -> None:
+    """Makes torch's Python meta kernels safe to run in a process that loaded TensorFlow
+    and not triton.
+
+    Those kernels import torch._dynamo on first use, and torch._dynamo imports triton when
+    it can; triton loaded after TensorFlow aborts the process (both bundle LLVM and register
+    its command-line options: "LLVM ERROR: inconsistency in registered CommandLine
+    options"). So, in that process only, torch._dynamo is imported first with triton hidden:
+    torch records triton as absent (it could not be loaded there anyway) instead of loading
+    it. Elsewhere this does nothing; the checks cost three dictionary lookups.
+    """
+    modules = sys.modules
+    if "torch._dynamo" in modules or "triton" in modules or "tensorflow" not in modules:
+        return
+    modules["triton"] = None  # `import triton` raises ImportError while this holds
+    try:
+        importlib.import_module("torch._dynamo")
+    finally:
+        del modules["triton"]
 
 
 class _TraceState(threading.local):
@@ -284,6 +307,7 @@ class Primitive:
             out = self.shape_rule(*avals, **params)
             if out is not None:
                 return [(tuple(shape), dtype) for shape, dtype in out]
+        prepare_meta_kernels()
         metas = [None if a is None else torch.empty(a[0], dtype=a[1], device="meta") for a in avals]
         fn = self.abstract or self.impl
         out = fn(*metas, **params)

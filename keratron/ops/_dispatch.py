@@ -105,6 +105,8 @@ def execute(prim, vals, params):
                 pass
     if device == "cuda":
         return _reference_on_cuda(prim, vals, params)
+    if device == "meta":
+        primitive.prepare_meta_kernels()
     return without_grad(prim.impl, *vals, **params)
 
 

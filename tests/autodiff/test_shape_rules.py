@@ -13,11 +13,13 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
 from keratron.autodiff.primitive import PRIMITIVES, Primitive
 from keratron.ops import _dispatch
+from tests.conftest import require_installed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -650,3 +652,55 @@ def test_building_fitting_and_predicting_import_neither_dynamo_nor_sympy():
         "lstm": [[8, 1], False, False],
         "mobilenet": [[4, 10], False, False],
     }
+
+
+# A symbolic model whose take_along_axis has no shape rule (so its shape comes from torch's
+# meta kernels, which import torch._dynamo, which imports triton when it can), compiled with a
+# metric that gathers too, trained and run, in a process that imports TensorFlow before or
+# after keratron and never imports triton itself.
+BESIDE_TENSORFLOW = """
+import json, sys
+import {first}, {second}
+import numpy as np
+import keratron as keras
+from keratron import ops
+
+from keratron.autodiff.primitive import PRIMITIVES
+
+# Its shape comes from the meta kernels (else pick another op without a rule).
+assert PRIMITIVES["take_along_axis"].shape_rule is None
+inp = keras.Input((5,))
+lowest = ops.take_along_axis(inp, ops.argsort(inp)[:, :2], axis=1)
+model = keras.Model(inp, keras.layers.Dense(3, activation="softmax")(lowest))
+model.compile("adam", "sparse_categorical_crossentropy",
+              metrics=[keras.metrics.SparseTopKCategoricalAccuracy(k=1)])
+rng = np.random.default_rng(0)
+x = rng.random((16, 5)).astype("float32")
+model.fit(x, rng.integers(0, 3, 16), epochs=1, batch_size=8, verbose=0)
+picked = keras.Model(inp, lowest).predict(x, verbose=0)
+print(json.dumps([picked.tolist(), "triton" in sys.modules, "torch._dynamo" in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize("first", ["tensorflow", "keratron"])
+def test_ops_without_a_shape_rule_run_in_a_process_that_loaded_tensorflow(first):
+    # Triton loaded after TensorFlow aborts the process (both bundle LLVM); torch's meta
+    # kernels would load it through torch._dynamo (prepare_meta_kernels hides it then).
+    require_installed("tensorflow")
+    second = "keratron" if first == "tensorflow" else "tensorflow"
+    # Keras's default backend: importing TensorFlow with Keras on torch (the suite's setting)
+    # imports Keras, whose torch backend loads triton itself, outside keratron.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
+    r = subprocess.run(
+        [sys.executable, "-c", BESIDE_TENSORFLOW.format(first=first, second=second)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    picked, triton_loaded, dynamo_loaded = json.loads(r.stdout.strip().splitlines()[-1])
+    x = np.random.default_rng(0).random((16, 5)).astype("float32")
+    np.testing.assert_array_equal(np.asarray(picked, "float32"), np.sort(x, axis=1)[:, :2])
+    assert (triton_loaded, dynamo_loaded) == (False, True)
