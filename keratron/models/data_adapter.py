@@ -68,6 +68,17 @@ def _is_array(x) -> bool:
     return isinstance(x, (np.ndarray, torch.Tensor, Tensor))
 
 
+def _foreign_array(v):
+    """Another library's array (a TensorFlow or JAX tensor, a pandas frame or series: what
+    has a shape and converts with `np.asarray`, and is not an iterator) as a numpy array, as
+    Keras's array adapter takes them; anything else as is."""
+    if v is None or _is_array(v) or isinstance(v, (list, tuple, dict, str, bytes)):
+        return v
+    if hasattr(v, "__array__") and hasattr(v, "shape") and not hasattr(v, "__next__"):
+        return np.asarray(v)
+    return v
+
+
 def _all_arrays(structure) -> bool:
     leaves = [v for v in tree.flatten(structure) if v is not None]
     return bool(leaves) and all(_is_array(v) for v in leaves)
@@ -149,6 +160,7 @@ def class_weight_to_sample_weights(y, class_weight: dict) -> np.ndarray:
 def train_validation_split(arrays, validation_split):
     """Splits array data into (train, validation): the last `validation_split` fraction of
     samples, before any shuffling, is the validation data (Keras's rule)."""
+    arrays = tree.map_structure(_foreign_array, arrays)
     flat = tree.flatten(arrays)
     bad = [type(t).__name__ for t in flat if t is not None and not _is_array(t)]
     if bad:
@@ -349,6 +361,7 @@ def _get_adapter(x, y, sample_weight, batch_size, steps, shuffle, class_weight):
                 f"Received input: {x}, batch_size: {batch_size}"
             )
         return _DatasetAdapter(x, class_weight)
+    x, y, sample_weight = (tree.map_structure(_foreign_array, v) for v in (x, y, sample_weight))
     if _all_arrays((x, y, sample_weight)):
         return _ArrayAdapter(x, y, sample_weight, batch_size, steps, shuffle, class_weight)
     if isinstance(x, (list, tuple, dict)) or x is None or _is_array(x):
