@@ -1,4 +1,5 @@
-"""`keras.backend`: config accessors, `get_uid`, `clear_session`, `is_keras_tensor`.
+"""`keras.backend`: config accessors, `get_uid`, `clear_session`, `is_keras_tensor`, and the
+tf.keras 2 backend functions (`K.mean`, `K.sqrt`, `K.set_value`, ...: `backend.legacy`).
 
 The naming helpers live in `keratron.utils.naming`; `get_uid` is re-exported here because
 Keras has it here.
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 from keratron.autodiff.dtypes import standardize_dtype
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor, is_tensor
+from keratron.backend import legacy
 from keratron.backend.dtypes import result_type
+from keratron.backend.legacy import *  # noqa: F403 (tf.keras 2's K.* functions)
 from keratron.config import (
     epsilon,
     floatx,
@@ -40,6 +43,7 @@ __all__ = [
     "is_int_dtype",
     "result_type",
     "standardize_dtype",
+    *legacy.__all__,
 ]
 
 

@@ -1,0 +1,316 @@
+"""keratron.backend's tf.keras 2 functions (`K.mean`, `K.sqrt`, ...) against tf.keras 2's own
+(`tf_keras.backend`, the tf-keras package): the same values and dtypes for the same inputs.
+
+The inputs go to keratron as numpy arrays (converted as a user's tensors would be) and to
+tf.keras as TensorFlow tensors.
+"""
+
+import numpy as np
+import pytest
+
+import keratron
+from keratron import backend as K
+from tests.conftest import require
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((2, 3, 4)).astype("float32")
+M = rng.standard_normal((3, 4)).astype("float32")
+N = rng.standard_normal((4, 5)).astype("float32")
+P = rng.random((4, 3)).astype("float32")  # probabilities-ish
+T = (rng.random((4, 3)) > 0.5).astype("float32")  # binary targets
+ONEHOT = np.eye(3, dtype="float32")[[0, 2, 1, 1]]
+LABELS = np.array([0, 2, 1, 1], dtype="int32")
+IMG = rng.standard_normal((2, 5, 6, 3)).astype("float32")
+VOL = rng.standard_normal((1, 3, 4, 5, 2)).astype("float32")
+SEQ = rng.standard_normal((2, 7, 3)).astype("float32")
+BOOL = rng.random((3, 4)) > 0.5
+W2 = rng.standard_normal((3, 3, 3, 4)).astype("float32")
+_logits = rng.standard_normal((2, 6, 5)).astype("float32")
+SOFTMAX = (np.exp(_logits) / np.exp(_logits).sum(-1, keepdims=True)).astype("float32")
+
+# name, positional args, keyword args (numpy values: tf.keras gets them as tensors)
+CASES = [
+    ("abs", (X,), {}),
+    ("all", (BOOL,), {"axis": 1}),
+    ("any", (BOOL.astype("float32"),), {"axis": 0, "keepdims": True}),
+    ("argmax", (X,), {}),
+    ("argmin", (X,), {"axis": 1}),
+    ("batch_dot", (M, M), {}),
+    ("batch_dot", (X, X), {"axes": (2, 2)}),
+    ("batch_dot", (X, np.swapaxes(X, 1, 2).copy()), {}),
+    ("batch_dot", (X, M[:2, :3].reshape(2, 3)), {"axes": (1, 1)}),
+    ("batch_flatten", (X,), {}),
+    ("batch_normalization", (M, M[0], np.abs(M[1]), M[2], np.abs(M[0])), {}),
+    ("bias_add", (IMG, M[0, :3]), {"data_format": "channels_last"}),
+    ("bias_add", (np.moveaxis(IMG, -1, 1).copy(), M[0, :3]), {"data_format": "channels_first"}),
+    ("binary_crossentropy", (T, P), {}),
+    ("binary_crossentropy", (T, P - 0.5), {"from_logits": True}),
+    ("binary_focal_crossentropy", (T, P), {}),
+    ("binary_focal_crossentropy", (T, P - 0.5), {"from_logits": True, "gamma": 1.5}),
+    ("binary_focal_crossentropy", (T, P), {"apply_class_balancing": True, "alpha": 0.4}),
+    ("categorical_crossentropy", (ONEHOT, P), {}),
+    ("categorical_crossentropy", (ONEHOT, P - 0.5), {"from_logits": True}),
+    ("categorical_crossentropy", (ONEHOT.T.copy(), P.T.copy()), {"axis": 0}),
+    ("categorical_focal_crossentropy", (ONEHOT, P), {}),
+    ("categorical_focal_crossentropy", (ONEHOT, P - 0.5), {"from_logits": True, "gamma": 1.0}),
+    ("sparse_categorical_crossentropy", (LABELS, P), {}),
+    ("sparse_categorical_crossentropy", (LABELS, P - 0.5), {"from_logits": True}),
+    ("sparse_categorical_crossentropy", (LABELS, P), {"ignore_class": 1}),
+    ("cast", (X,), {"dtype": "int32"}),
+    ("clip", (X, -0.5, 0.5), {}),
+    ("clip", (X, 0.5, -0.5), {}),
+    ("clip", (X, None, 0.2), {}),
+    ("concatenate", ([M, M],), {"axis": 0}),
+    ("conv1d", (SEQ, W2[0]), {"padding": "same"}),
+    ("conv1d", (SEQ, W2[0]), {"padding": "causal", "dilation_rate": 2}),
+    ("conv2d", (IMG, W2), {"strides": (2, 1), "padding": "same"}),
+    ("conv2d", (IMG, W2), {"dilation_rate": (1, 2)}),
+    (
+        "conv2d_transpose",
+        (IMG, np.swapaxes(W2, 2, 3)[..., :3].copy(), (2, 10, 12, 4)),
+        {"strides": (2, 2), "padding": "same"},
+    ),  # fmt: skip
+    ("conv2d_transpose", (IMG, np.swapaxes(W2, 2, 3)[..., :3].copy(), (2, 7, 8, 4)), {}),
+    (
+        "conv2d_transpose",
+        (IMG, np.swapaxes(W2, 2, 3)[..., :3].copy(), (2, 9, 11, 4)),
+        {"strides": (2, 2), "padding": "same"},
+    ),  # fmt: skip
+    (
+        "conv2d_transpose",
+        (IMG, np.swapaxes(W2, 2, 3)[..., :3].copy(), (2, 12, 14, 4)),
+        {"strides": (2, 2)},
+    ),  # fmt: skip
+    ("conv3d", (VOL, rng.standard_normal((2, 2, 2, 2, 3)).astype("float32")), {}),
+    (
+        "ctc_batch_cost",
+        (
+            np.array([[1, 2, 0], [3, 3, 1]], "int32"),
+            SOFTMAX,
+            np.array([[6], [5]], "int32"),
+            np.array([[3], [2]], "int32"),
+        ),
+        {},
+    ),  # fmt: skip
+    ("cos", (X,), {}),
+    ("count_params", (X,), {}),
+    ("cumprod", (M,), {"axis": 1}),
+    ("cumsum", (M,), {}),
+    (
+        "depthwise_conv2d",
+        (IMG, rng.standard_normal((3, 3, 3, 2)).astype("float32")),
+        {"padding": "same"},
+    ),  # fmt: skip
+    ("dot", (M, N), {}),
+    ("dot", (X, N), {}),
+    ("dot", (X, rng.standard_normal((3, 4, 2)).astype("float32")), {}),
+    ("dtype", (X,), {}),
+    ("elu", (X,), {}),
+    ("elu", (X,), {"alpha": 0.5}),
+    ("equal", (LABELS, 1), {}),
+    ("exp", (X,), {}),
+    ("expand_dims", (M,), {}),
+    ("expand_dims", (M,), {"axis": 0}),
+    ("flatten", (X,), {}),
+    ("gather", (M, np.array([2, 0])), {}),
+    ("greater", (X, 0.0), {}),
+    ("greater_equal", (X, 0.1), {}),
+    ("hard_sigmoid", (X * 4,), {}),
+    ("in_top_k", (P, LABELS, 2), {}),
+    ("int_shape", (X,), {}),
+    ("l2_normalize", (M,), {"axis": -1}),
+    ("l2_normalize", (M,), {}),
+    ("less", (X, 0.0), {}),
+    ("less_equal", (X, 0.0), {}),
+    ("log", (P,), {}),
+    ("max", (X,), {"axis": 1}),
+    ("maximum", (X, 0.1), {}),
+    ("mean", (X,), {"axis": [0, 2], "keepdims": True}),
+    ("mean", (BOOL,), {"axis": 1}),
+    ("min", (X,), {}),
+    ("minimum", (X, 0.1), {}),
+    ("ndim", (X,), {}),
+    ("not_equal", (LABELS, 1), {}),
+    ("one_hot", (LABELS, 4), {}),
+    ("ones_like", (X,), {}),
+    ("permute_dimensions", (X, (2, 0, 1)), {}),
+    ("pool2d", (IMG, (2, 2)), {"strides": (2, 2)}),
+    ("pool2d", (IMG, (3, 3)), {"strides": (1, 2), "padding": "same", "pool_mode": "avg"}),
+    ("pool3d", (VOL, (2, 2, 2)), {"strides": (1, 1, 1), "pool_mode": "avg"}),
+    ("pow", (P, 3), {}),
+    ("prod", (M,), {"axis": 0}),
+    ("relu", (X,), {}),
+    ("relu", (X,), {"alpha": 0.1}),
+    ("relu", (X,), {"max_value": 0.5}),
+    ("relu", (X,), {"max_value": 6}),
+    ("relu", (X,), {"alpha": 0.2, "max_value": 1.0, "threshold": 0.3}),
+    ("relu", (X,), {"threshold": -0.2}),
+    ("repeat", (M, 3), {}),
+    ("repeat_elements", (X, 2, 1), {}),
+    ("reshape", (X, (4, -1)), {}),
+    ("resize_images", (IMG, 2, 3, "channels_last"), {}),
+    ("resize_images", (np.moveaxis(IMG, -1, 1).copy(), 2, 2, "channels_first"), {}),
+    ("resize_images", (IMG, 2, 2, "channels_last"), {"interpolation": "bilinear"}),
+    ("resize_volumes", (VOL, 2, 1, 2, "channels_last"), {}),
+    ("reverse", (X, 1), {}),
+    ("reverse", (X, [0, 2]), {}),
+    ("round", (X * 3,), {}),
+    (
+        "separable_conv2d",
+        (
+            IMG,
+            rng.standard_normal((3, 3, 3, 2)).astype("float32"),
+            rng.standard_normal((1, 1, 6, 4)).astype("float32"),
+        ),
+        {"padding": "same"},
+    ),  # fmt: skip
+    ("shape", (X,), {}),
+    ("sigmoid", (X,), {}),
+    ("sign", (X,), {}),
+    ("sin", (X,), {}),
+    ("softmax", (X,), {}),
+    ("softmax", (X,), {"axis": 1}),
+    ("softplus", (X,), {}),
+    ("softsign", (X,), {}),
+    ("spatial_2d_padding", (IMG,), {"padding": ((1, 0), (2, 3))}),
+    ("spatial_2d_padding", (IMG,), {"data_format": "channels_first"}),
+    ("spatial_3d_padding", (VOL,), {"padding": ((1, 0), (0, 2), (1, 1))}),
+    ("sqrt", (X,), {}),
+    ("square", (X,), {}),
+    ("squeeze", (X[:, :1],), {"axis": 1}),
+    ("stack", ([M, M],), {"axis": 1}),
+    ("std", (X,), {"axis": 2}),
+    ("sum", (X,), {"axis": (0, 1)}),
+    ("switch", (BOOL, M, -M), {}),
+    ("switch", (BOOL, np.stack([M, -M], -1), np.stack([-M, M], -1)), {}),
+    ("switch", (np.array(True), M, -M), {}),
+    ("tanh", (X,), {}),
+    ("temporal_padding", (SEQ, (2, 1)), {}),
+    ("tile", (M, (2, 1)), {}),
+    ("transpose", (M,), {}),
+    ("var", (X,), {}),
+    ("zeros_like", (X,), {"dtype": "int32"}),
+]
+
+
+def _case_id(case):
+    name, args, kwargs = case
+    return name + "-" + "-".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+@pytest.fixture(scope="module")
+def tf_keras():
+    return require("tf_keras"), require("tensorflow")
+
+
+def _to_tf(tf, value):
+    if isinstance(value, np.ndarray):
+        return tf.constant(value)
+    if isinstance(value, list) and value and isinstance(value[0], np.ndarray):
+        return [tf.constant(v) for v in value]
+    return value
+
+
+def _numpy(value):
+    if hasattr(value, "numpy"):
+        return np.asarray(value.numpy())
+    return np.asarray(value)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+def test_matches_tf_keras(case, tf_keras):
+    keras2, tf = tf_keras
+    name, args, kwargs = case
+    expected = getattr(keras2.backend, name)(*(_to_tf(tf, a) for a in args), **kwargs)
+    got = getattr(K, name)(*args, **kwargs)
+    if isinstance(expected, (str, int, tuple)) and not hasattr(expected, "numpy"):
+        assert got == expected
+        return
+    want, have = _numpy(expected), _numpy(got)
+    assert have.dtype == want.dtype, (have.dtype, want.dtype)
+    assert have.shape == want.shape, (have.shape, want.shape)
+    np.testing.assert_allclose(have, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.interop
+def test_variables_and_their_values_as_tf_keras(tf_keras):
+    keras2, _ = tf_keras
+    K2 = keras2.backend
+    for name, args in [("eye", (3,)), ("ones", ((2, 3),)), ("zeros", ((3,),))]:
+        want, got = getattr(K2, name)(*args), getattr(K, name)(*args)
+        assert isinstance(got, keratron.Variable)
+        np.testing.assert_array_equal(K.get_value(got), K2.get_value(want))
+        assert K.dtype(got) == K2.dtype(want)
+    v, v2 = K.variable(M), K2.variable(M)
+    for fn, value in [("update", N[:3, :4]), ("update_add", M), ("update_sub", 2 * M)]:
+        getattr(K, fn)(v, value)
+        getattr(K2, fn)(v2, value)
+    K.moving_average_update(v, N[1:4, 1:5], 0.9)
+    K2.moving_average_update(v2, N[1:4, 1:5], 0.9)
+    np.testing.assert_allclose(K.eval(v), K2.eval(v2), rtol=1e-6)
+    K.batch_set_value([(v, M * 3)])
+    K2.batch_set_value([(v2, M * 3)])
+    np.testing.assert_array_equal(K.batch_get_value([v])[0], K2.batch_get_value([v2])[0])
+    assert K.count_params(v) == K2.count_params(v2) == 12
+
+
+def test_set_value_changes_an_optimizer_learning_rate_during_fit():
+    # The tf.keras idiom of a learning-rate callback: K.set_value(model.optimizer.lr, ...).
+    model = keratron.Sequential([keratron.Input((2,)), keratron.layers.Dense(1)])
+    model.compile(keratron.optimizers.SGD(0.5), "mse")
+    seen = []
+
+    class Halve(keratron.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            K.set_value(self.model.optimizer.learning_rate, 0.5 / 2**epoch)
+            seen.append(float(K.get_value(self.model.optimizer.learning_rate)))
+
+    model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[Halve()])
+    assert seen == [0.5, 0.25, 0.125]
+
+
+def test_a_custom_metric_written_with_backend_functions_trains_and_differentiates():
+    def rmse(y_true, y_pred):
+        return K.sqrt(K.mean(K.square(y_pred - y_true), axis=-1))
+
+    x = rng.random((32, 3)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5]], "float32")
+    model = keratron.Sequential([keratron.Input((3,)), keratron.layers.Dense(1)])
+    model.compile(keratron.optimizers.SGD(0.1), loss=rmse, metrics=[rmse])
+    history = model.fit(x, y, epochs=20, batch_size=8, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0] / 2
+    np.testing.assert_allclose(history["rmse"], history["loss"], rtol=1e-5)
+
+
+def test_random_functions_shapes_dtypes_and_ranges():
+    u = K.eval(K.random_uniform((2000,), -1.0, 3.0, seed=1))
+    assert u.dtype == np.float32 and u.min() >= -1.0 and u.max() < 3.0
+    n = K.eval(K.random_normal((4000,), 1.0, 2.0, seed=2))
+    assert abs(n.mean() - 1.0) < 0.15 and abs(n.std() - 2.0) < 0.15
+    t = K.eval(K.truncated_normal((4000,), 0.0, 1.0, seed=3))
+    assert np.abs(t).max() <= 2.0
+    b = K.eval(K.random_bernoulli((4000,), p=0.3, seed=4))
+    assert set(np.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.05
+    assert isinstance(K.random_uniform_variable((2, 2), 0, 1, seed=5), keratron.Variable)
+    d = K.eval(K.dropout(np.ones((4000,), "float32"), 0.25, seed=6))
+    assert set(np.unique(d)) <= {0.0, np.float32(1 / 0.75)} and abs((d == 0).mean() - 0.25) < 0.05
+
+
+def test_map_and_folds():
+    np.testing.assert_allclose(K.eval(K.map_fn(lambda r: r * 2, M)), M * 2)
+    np.testing.assert_allclose(K.eval(K.foldl(lambda a, r: a + r, M)), M.sum(0), rtol=1e-6)
+    got = K.eval(K.foldr(lambda a, r: a * 0.5 + r, M, initializer=np.zeros(4, "float32")))
+    want = np.zeros(4, "float32")
+    for row in M[::-1]:
+        want = want * 0.5 + row
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="padding"):
+        K.conv2d(IMG, W2, padding="full")
+    with pytest.raises(ValueError, match="data_format"):
+        K.bias_add(IMG, M[0, :3], data_format="nhwc")
+    with pytest.raises(ValueError, match="repeat"):
+        K.repeat(X, 2)
