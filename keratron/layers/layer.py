@@ -468,6 +468,7 @@ class Layer:
     # ----------------------------------------------------------------------- weights
     def add_weight(
         self,
+        *args,
         shape=None,
         initializer=None,
         dtype=None,
@@ -479,9 +480,33 @@ class Layer:
         overwrite_with_gradient=False,
         name=None,
     ) -> Variable:
-        """Creates a weight Variable owned by this layer (Keras's `add_weight`)."""
+        """Creates a weight Variable owned by this layer (Keras's `add_weight`).
+
+        Positional arguments are Keras 3's `(shape, initializer, dtype)`, or tf.keras 2's
+        `(name, shape, dtype, initializer)` when the first is a string (the name), so that
+        tf.keras code's `self.add_weight("kernel", shape=...)` runs unchanged.
+        """
         from keratron.layers import constraints, initializers, regularizers
 
+        if args:
+            order = ("name", "shape", "dtype", "initializer")
+            if not isinstance(args[0], str):
+                order = ("shape", "initializer", "dtype")
+            if len(args) > len(order):
+                raise TypeError(
+                    f"add_weight() takes at most {len(order)} positional arguments "
+                    f"{order}. Received: {len(args)} positional arguments."
+                )
+            given = dict(shape=shape, initializer=initializer, dtype=dtype, name=name)
+            for key, value in zip(order, args):
+                if given[key] is not None:
+                    raise TypeError(
+                        f"add_weight(): `{key}` was passed both positionally and as a "
+                        f"keyword argument. Received: {key}={value!r} and {key}={given[key]!r}"
+                    )
+                given[key] = value
+            shape, initializer = given["shape"], given["initializer"]
+            dtype, name = given["dtype"], given["name"]
         shape = () if shape is None else tuple(int(d) for d in shape)
         dtype = standardize_dtype(dtype or self.variable_dtype)
         if initializer is None:
