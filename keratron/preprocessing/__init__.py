@@ -1,4 +1,6 @@
-"""Keras's `keras.preprocessing` namespace: `image`, `sequence` and the dataset builders.
+"""Keras's `keras.preprocessing` namespace: `image`, `sequence`, `text` and the dataset builders.
+
+`text` and most of `sequence` are the legacy helpers of tf.keras's namespace.
 
 Example:
     >>> keratron.preprocessing.sequence.pad_sequences([[1, 2], [3]], maxlen=3)
@@ -6,7 +8,7 @@ Example:
            [0, 0, 3]], dtype=int32)
 """
 
-from keratron.preprocessing import image, sequence
+from keratron.preprocessing import image, sequence, text
 from keratron.preprocessing.dataset_split import split_dataset  # noqa: F401 (for keras.utils)
 from keratron.preprocessing.dataset_utils import (
     image_dataset_from_directory,
@@ -22,6 +24,7 @@ __all__ = [
     "image",
     "image_dataset_from_directory",
     "sequence",
+    "text",
     "text_dataset_from_directory",
     "timeseries_dataset_from_array",
 ]
