@@ -1,5 +1,5 @@
 """Activation layers: ReLU, LeakyReLU, PReLU, ELU and Softmax (Keras 3 names, defaults and
-configs; `LeakyReLU` also takes tf.keras's `alpha=`)."""
+configs; `LeakyReLU` also takes tf.keras's `alpha=`), and tf.keras's ThresholdedReLU."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from keratron.layers import activations, constraints, initializers, regularizers
 from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.layer import who as _who
 
-__all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "Softmax"]
+__all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "Softmax", "ThresholdedReLU"]
 
 
 def _check_non_negative(value, arg, who, allow_none=False):
@@ -72,6 +72,34 @@ class ReLU(Layer):
             "negative_slope": self.negative_slope,
             "threshold": self.threshold,
         }
+
+
+class ThresholdedReLU(Layer):
+    """tf.keras's thresholded ReLU: `x` where `x > theta`, else 0.
+
+    Args:
+        theta: the non-negative threshold (default 1.0).
+
+    Example:
+        >>> keratron.layers.ThresholdedReLU(0.5)(np.array([[-1.0, 0.5, 3.0]], "float32")).numpy()
+        array([[0., 0., 3.]], dtype=float32)
+    """
+
+    def __init__(self, theta=1.0, **kwargs):
+        who = _who("ThresholdedReLU", kwargs)
+        _check_non_negative(theta, "theta", who)
+        super().__init__(**kwargs)
+        self.theta = float(theta)
+        self.supports_masking = True
+
+    def call(self, inputs):
+        return ops.where(ops.greater(inputs, self.theta), inputs, ops.zeros_like(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "theta": self.theta}
 
 
 class LeakyReLU(Layer):

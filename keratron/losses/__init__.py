@@ -15,7 +15,7 @@ from keratron.losses.extra import (
     circle,
     ctc,
 )
-from keratron.losses.loss import Loss, binary_or_sparse, reduce_weighted_values
+from keratron.losses.loss import Loss, Reduction, binary_or_sparse, reduce_weighted_values
 from keratron.losses.losses import *  # noqa: F403
 from keratron.losses.losses import (
     BinaryCrossentropy,
@@ -72,6 +72,7 @@ logcosh = log_cosh
 
 __all__ = [
     "Loss",
+    "Reduction",
     "get",
     "serialize",
     "deserialize",

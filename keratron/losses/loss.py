@@ -19,6 +19,7 @@ from keratron.utils.naming import to_snake_case, unique_object_name
 
 __all__ = [
     "Loss",
+    "Reduction",
     "binary_or_sparse",
     "reduce_values",
     "reduce_weighted_values",
@@ -72,8 +73,39 @@ def get_loss_mask(values) -> Tensor | None:
 # ---------------------------------------------------------------------------- reduction
 
 
+class Reduction:
+    """tf.keras 2's reduction names (`keras.losses.Reduction.NONE`, ...), which tf.keras
+    code passes as a loss's `reduction`; `AUTO` is "sum_over_batch_size" here, as it was in
+    tf.keras 2 outside a distribution strategy.
+
+    Example:
+        >>> keratron.losses.MeanSquaredError(reduction=keratron.losses.Reduction.NONE)(
+        ...     [[0.0], [1.0]], [[1.0], [1.0]]).numpy()
+        array([1., 0.], dtype=float32)
+    """
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple:
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key) -> None:
+        if key not in cls.all():
+            raise ValueError(
+                f"Invalid reduction key: expected one of {cls.all()}. Received: {key!r}"
+            )
+
+
 def standardize_reduction(reduction):
-    """Validates a reduction name; None and "none" both mean no reduction."""
+    """Validates a reduction name; None and "none" both mean no reduction, and tf.keras 2's
+    "auto" is "sum_over_batch_size"."""
+    if reduction == Reduction.AUTO:
+        return "sum_over_batch_size"
     if reduction not in REDUCTIONS:
         raise ValueError(
             "Invalid value for argument `reduction`. Expected one of "

@@ -167,3 +167,27 @@ def test_softmax_gets_mask_from_previous_layer(keras):
     ref = keras.ops.convert_to_numpy(keras.layers.Softmax()(k_emb(ids), mask=ids != 0))
     np.testing.assert_allclose(out, ref, atol=1e-6)
     assert (out[np.broadcast_to(ids == 0, out.shape)] == 0).all()
+
+
+@pytest.mark.parametrize("theta", [1.0, 0.0, 2.5])
+def test_thresholded_relu_layer_test_and_tf_keras_values(theta):
+    run_layer_test(
+        L.ThresholdedReLU,
+        {"theta": theta},
+        input_shape=(2, 3, 4),
+        expected_output_shape=(2, 3, 4),
+        expected_num_trainable_weights=0,
+        supports_masking=True,
+    )
+    keras2 = require("tf_keras")
+    x = x32(4, 5)
+    want = keras2.layers.ThresholdedReLU(theta)(x).numpy()
+    np.testing.assert_array_equal(L.ThresholdedReLU(theta)(x).numpy(), want)
+    config = keras2.layers.ThresholdedReLU(theta).get_config()
+    assert L.ThresholdedReLU.from_config(config).theta == config["theta"]
+
+
+@pytest.mark.parametrize("theta", [-1.0, None, "1"])
+def test_thresholded_relu_rejects_a_bad_theta(theta):
+    with pytest.raises(ValueError, match="theta"):
+        L.ThresholdedReLU(theta)

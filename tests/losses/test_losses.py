@@ -294,7 +294,7 @@ def test_custom_loss_subclass_uses_base_reduction_and_weights():
 
 def test_invalid_reduction_is_a_value_error():
     with pytest.raises(ValueError, match="reduction"):
-        L.MeanSquaredError(reduction="auto")
+        L.MeanSquaredError(reduction="average")
 
 
 def test_dtype_policy_and_float64():
