@@ -37,6 +37,7 @@ from keratron.layers.attention import *
 from keratron.layers.grouped_query_attention import *
 from keratron.layers.reversible_embedding import *
 from keratron.layers.unsupported import *
+from keratron.layers import experimental  # noqa: F401 (tf.keras 2's layers.experimental paths)
 
 __all__ = ["Input", "InputLayer", "InputSpec", "Layer", "KerasTensor"]
 for _module in (
