@@ -50,6 +50,14 @@ class InputLayer(Layer):
                 shape = (shape,)
             batch_shape = (batch_size,) + tuple(shape)
         self._batch_shape = tuple(batch_shape)
+        if dtype in ("string", "str", str):
+            raise ValueError(
+                f"Input '{self.name}': keratron tensors hold numbers, not strings (as on "
+                "Keras's torch and JAX backends). Map the strings to numbers before the model: "
+                "apply TextVectorization or StringLookup to the data (a tf.data `map`, or on "
+                "the arrays before `fit`) and give Input their output dtype. "
+                f"Received: dtype={dtype!r}"
+            )
         self._dtype = standardize_dtype(dtype) if dtype is not None else floatx()
         self.sparse = bool(sparse)
         self.optional = optional

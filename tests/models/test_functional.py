@@ -337,3 +337,9 @@ def test_we_read_keras_json(rng):
     seq = keras.Sequential([keras.Input((4,)), L.Dense(3, activation="tanh"), L.Dense(1)])
     ours_seq = kt.models.model_from_json(seq.to_json())
     assert isinstance(ours_seq, kt.Sequential) and ours_seq.input_shape == (None, 4)
+
+
+@pytest.mark.parametrize("dtype", ["string", str])
+def test_a_string_input_says_where_strings_go_instead(dtype):
+    with pytest.raises(ValueError, match=r"Input 'text'.*TextVectorization.*Received: dtype="):
+        kt.Input(shape=(1,), dtype=dtype, name="text")
