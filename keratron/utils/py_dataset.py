@@ -120,7 +120,8 @@ def iterate_epoch(dataset: PyDataset, shuffle: bool = False, seed=None):
     Args:
         dataset: a PyDataset.
         shuffle: visit the batches in a random order (finite datasets only).
-        seed: optional int seed for that order.
+        seed: optional int seed for that order; without one the order comes from Python's
+            global `random` (as in Keras), which `keratron.utils.set_random_seed` seeds.
 
     Example:
         >>> class Squares(keratron.utils.PyDataset):
@@ -142,7 +143,8 @@ def iterate_epoch(dataset: PyDataset, shuffle: bool = False, seed=None):
     else:
         order = list(range(n))
         if shuffle:
-            random.Random(seed).shuffle(order)
+            # Unseeded, Python's global `random` (as Keras's adapter): set_random_seed repeats it.
+            (random if seed is None else random.Random(seed)).shuffle(order)
     workers = max(int(dataset.workers or 1), 1)
     if workers == 1:
         for i in order:
