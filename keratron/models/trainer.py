@@ -69,6 +69,15 @@ def _on_gpu(value) -> bool:
     return value.device.type == "cuda"
 
 
+def _warn_generator_method(name: str, instead: str) -> None:
+    warnings.warn(
+        f"`Model.{name}` is deprecated (tf.keras 2; Keras 3 removed it). Use `Model.{instead}`, "
+        "which takes generators.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 class _PredictOutputs:
     """`predict`'s batch outputs, gathered. Outputs on a GPU stay there and reach the host once,
     concatenated, when `merged` is called (a transfer per batch would make the host wait for
@@ -930,3 +939,67 @@ class Trainer:
         batch = data_adapter._convert_batch((x,))
         out = self.make_predict_function()([batch])[0]
         return tree.map_structure(lambda o: None if o is None else np.asarray(o), out)
+
+    # tf.keras 2's generator methods (removed in Keras 3): `fit` & co. take generators.
+    def fit_generator(
+        self,
+        generator,
+        steps_per_epoch=None,
+        epochs=1,
+        verbose=1,
+        callbacks=None,
+        validation_data=None,
+        validation_steps=None,
+        validation_freq=1,
+        class_weight=None,
+        max_queue_size=10,
+        workers=1,
+        use_multiprocessing=False,
+        shuffle=True,
+        initial_epoch=0,
+    ):
+        """tf.keras 2's `fit_generator`: `fit` on the generator (a PyDataset, `Sequence` or
+        Python generator). The queue and worker arguments are accepted and not used: give
+        a PyDataset `workers=` to prefetch."""
+        _warn_generator_method("fit_generator", "fit")
+        return self.fit(
+            generator,
+            steps_per_epoch=steps_per_epoch,
+            epochs=epochs,
+            verbose=verbose,
+            callbacks=callbacks,
+            validation_data=validation_data,
+            validation_steps=validation_steps,
+            validation_freq=validation_freq,
+            class_weight=class_weight,
+            shuffle=shuffle,
+            initial_epoch=initial_epoch,
+        )
+
+    def evaluate_generator(
+        self,
+        generator,
+        steps=None,
+        callbacks=None,
+        max_queue_size=10,
+        workers=1,
+        use_multiprocessing=False,
+        verbose=0,
+    ):
+        """tf.keras 2's `evaluate_generator`: `evaluate` on the generator."""
+        _warn_generator_method("evaluate_generator", "evaluate")
+        return self.evaluate(generator, steps=steps, callbacks=callbacks, verbose=verbose)
+
+    def predict_generator(
+        self,
+        generator,
+        steps=None,
+        callbacks=None,
+        max_queue_size=10,
+        workers=1,
+        use_multiprocessing=False,
+        verbose=0,
+    ):
+        """tf.keras 2's `predict_generator`: `predict` on the generator."""
+        _warn_generator_method("predict_generator", "predict")
+        return self.predict(generator, steps=steps, callbacks=callbacks, verbose=verbose)
