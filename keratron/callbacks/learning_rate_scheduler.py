@@ -58,6 +58,14 @@ class LearningRateScheduler(Callback):
         except TypeError:
             # Old one-argument schedules, as Keras accepts them.
             learning_rate = self.schedule(epoch)
+        if not isinstance(learning_rate, (float, np.floating)) and hasattr(
+            learning_rate, "__array__"
+        ):
+            # A scalar tensor (tf.keras 2's documented `lr * tf.math.exp(-0.1)`, a keratron or
+            # torch scalar), as tf.keras 2 took it: a float one is its value.
+            value = np.asarray(learning_rate)
+            if value.ndim == 0 and value.dtype.kind == "f":
+                learning_rate = float(value)
         if not isinstance(learning_rate, (float, np.float32, np.float64)):
             raise ValueError(
                 "LearningRateScheduler: the output of the `schedule` function should be a "

@@ -128,3 +128,39 @@ def test_learning_rate_scheduler_rejects_non_float():
     scheduler = keras.callbacks.LearningRateScheduler(lambda epoch, lr: "fast")
     with pytest.raises(ValueError, match="should be a float"):
         drive(scheduler, StandInModel(), [{"loss": 1.0}])
+
+
+@pytest.mark.interop
+def test_a_schedule_returning_a_scalar_tensor_runs_as_in_tf_keras():
+    # tf.keras 2's documented schedule, `lr * tf.math.exp(-0.1)`, returns a tf.Tensor: tf.keras
+    # 2 takes a float scalar tensor (Keras 3 refuses it).
+    tf = require("tensorflow")
+    keras2 = require("tf_keras")
+
+    def schedule(epoch, lr):
+        return lr if epoch < 1 else lr * tf.math.exp(-0.1)
+
+    def rates(api):
+        seen = []
+
+        class Record(api.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                seen.append(float(np.asarray(self.model.optimizer.learning_rate)))
+
+        model = api.Sequential([api.Input((2,)), api.layers.Dense(1)])
+        model.compile(api.optimizers.SGD(0.01), "mse")
+        callbacks = [api.callbacks.LearningRateScheduler(schedule), Record()]
+        model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=4, verbose=0, callbacks=callbacks)
+        return seen
+
+    np.testing.assert_allclose(rates(keras), rates(keras2), rtol=1e-6)
+    for bad in (lambda e, lr: 1, lambda e, lr: tf.constant(1), lambda e, lr: np.ones(2)):
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        with pytest.raises(ValueError, match="should be a float"):
+            model.fit(
+                np.ones((4, 2)),
+                np.ones((4, 1)),
+                verbose=0,
+                callbacks=[keras.callbacks.LearningRateScheduler(bad)],
+            )
