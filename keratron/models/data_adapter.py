@@ -79,6 +79,22 @@ def _foreign_array(v):
     return v
 
 
+def _numbers(v) -> bool:
+    """Whether `v` is a non-empty (nested) list of Python numbers."""
+    if not isinstance(v, list) or not v:
+        return False
+    return all(_numbers(e) if isinstance(e, list) else isinstance(e, (int, float)) for e in v)
+
+
+def _array_like(v):
+    """`fit`'s x, y or sample_weight with other libraries' arrays (`_foreign_array`) and a
+    (nested) list of Python numbers made numpy arrays, as tf.keras 2 took them (a list of
+    arrays stays a list: several inputs)."""
+    if _numbers(v):
+        return np.asarray(v)
+    return tree.map_structure(_foreign_array, v)
+
+
 def _all_arrays(structure) -> bool:
     leaves = [v for v in tree.flatten(structure) if v is not None]
     return bool(leaves) and all(_is_array(v) for v in leaves)
@@ -160,7 +176,7 @@ def class_weight_to_sample_weights(y, class_weight: dict) -> np.ndarray:
 def train_validation_split(arrays, validation_split):
     """Splits array data into (train, validation): the last `validation_split` fraction of
     samples, before any shuffling, is the validation data (Keras's rule)."""
-    arrays = tree.map_structure(_foreign_array, arrays)
+    arrays = tuple(_array_like(v) for v in arrays)
     flat = tree.flatten(arrays)
     bad = [type(t).__name__ for t in flat if t is not None and not _is_array(t)]
     if bad:
@@ -361,7 +377,7 @@ def _get_adapter(x, y, sample_weight, batch_size, steps, shuffle, class_weight):
                 f"Received input: {x}, batch_size: {batch_size}"
             )
         return _DatasetAdapter(x, class_weight)
-    x, y, sample_weight = (tree.map_structure(_foreign_array, v) for v in (x, y, sample_weight))
+    x, y, sample_weight = (_array_like(v) for v in (x, y, sample_weight))
     if _all_arrays((x, y, sample_weight)):
         return _ArrayAdapter(x, y, sample_weight, batch_size, steps, shuffle, class_weight)
     if isinstance(x, (list, tuple, dict)) or x is None or _is_array(x):

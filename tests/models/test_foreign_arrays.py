@@ -55,3 +55,20 @@ def test_a_generator_is_still_an_iterable_of_batches():
     assert len(model.fit(batches(), epochs=1, verbose=0).history["loss"]) == 1
     with pytest.raises(ValueError, match="`y` should not be passed"):
         model.fit(batches(), Y, epochs=1, verbose=0)
+
+
+def test_nested_lists_of_numbers_are_arrays_as_in_tf_keras_2():
+    # tf.keras 2 read them as arrays (Keras 3 refuses them); a list of arrays stays a list of
+    # inputs.
+    rows, targets = X[:8].tolist(), Y[:8, 0].tolist()
+    runs = []
+    for data in ((rows, targets), (X[:8], Y[:8, 0])):
+        model = _model()
+        history = model.fit(*data, epochs=2, batch_size=4, shuffle=False, verbose=0).history
+        split = model.fit(*data, validation_split=0.5, shuffle=False, verbose=0).history
+        runs.append((history["loss"], split["val_loss"], model.predict(data[0], verbose=0)))
+    assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])
+    a, b = keratron.Input((5,)), keratron.Input((5,))
+    two = keratron.Model([a, b], keratron.layers.Add()([a, b]))
+    np.testing.assert_allclose(two.predict([X[:3], X[:3]], verbose=0), 2 * X[:3])
