@@ -155,6 +155,8 @@ class BatchNormalization(Layer):
         **kwargs,
     ):
         who = _who("BatchNormalization", kwargs)
+        # tf.keras 2's kernel choice (fused or not): the same values either way.
+        kwargs.pop("fused", None)
         if isinstance(axis, (list, tuple)) and len(axis) == 1:
             axis = axis[0]
         if not _is_int(axis):

@@ -469,3 +469,24 @@ def test_build_errors_name_the_layer():
     bn = L.BatchNormalization(name="bn_mask")
     with pytest.raises(ValueError, match=r"'bn_mask'.*mask"):
         bn(x32(2, 3, 4), mask=np.ones((2, 3, 4), bool))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("fused", [True, False, None])
+def test_batch_norm_takes_tf_keras_2s_fused_argument(fused):
+    # A kernel choice in tf.keras 2 (Keras 3 refuses the keyword), accepted and ignored: the
+    # same outputs in training. tf.keras 2's fused kernel (fused True, or None on 4-D input)
+    # also moves the moving variance toward the unbiased batch variance, where keratron keeps
+    # Keras 3's (biased) update, so inference is compared on the unfused path only.
+    keras2 = require("tf_keras")
+    x = np.random.default_rng(1).standard_normal((4, 3, 3, 2)).astype("float32")
+    ours = kt.layers.BatchNormalization(fused=fused)
+    theirs = keras2.layers.BatchNormalization(fused=fused)
+    for training in (True, False) if fused is False else (True,):
+        np.testing.assert_allclose(
+            ours(x, training=training).numpy(),
+            theirs(x, training=training).numpy(),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+    assert "fused" not in ours.get_config()
