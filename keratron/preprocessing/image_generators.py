@@ -244,6 +244,20 @@ def _flip(x, axis):
     return np.flip(np.asarray(x), axis)
 
 
+def _warp_one(x, row_axis, col_axis, channel_axis, fill_mode, cval, order, **params):
+    """`apply_affine_transform` of one image with a `random_*` function's arguments."""
+    return apply_affine_transform(
+        x,
+        row_axis=row_axis,
+        col_axis=col_axis,
+        channel_axis=channel_axis,
+        fill_mode=fill_mode,
+        cval=cval,
+        order=order,
+        **params,
+    )
+
+
 def random_rotation(
     x,
     rg,
@@ -270,15 +284,8 @@ def random_rotation(
         (1, 4, 4)
     """
     theta = np.random.uniform(-rg, rg)
-    return apply_affine_transform(
-        x,
-        theta=theta,
-        row_axis=row_axis,
-        col_axis=col_axis,
-        channel_axis=channel_axis,
-        fill_mode=fill_mode,
-        cval=cval,
-        order=interpolation_order,
+    return _warp_one(
+        x, row_axis, col_axis, channel_axis, fill_mode, cval, interpolation_order, theta=theta
     )
 
 
@@ -312,16 +319,8 @@ def random_shift(
     h, w = x.shape[row_axis], x.shape[col_axis]
     tx = np.random.uniform(-hrg, hrg) * h
     ty = np.random.uniform(-wrg, wrg) * w
-    return apply_affine_transform(
-        x,
-        tx=tx,
-        ty=ty,
-        row_axis=row_axis,
-        col_axis=col_axis,
-        channel_axis=channel_axis,
-        fill_mode=fill_mode,
-        cval=cval,
-        order=interpolation_order,
+    return _warp_one(
+        x, row_axis, col_axis, channel_axis, fill_mode, cval, interpolation_order, tx=tx, ty=ty
     )
 
 
@@ -351,15 +350,8 @@ def random_shear(
         (1, 4, 4)
     """
     shear = np.random.uniform(-intensity, intensity)
-    return apply_affine_transform(
-        x,
-        shear=shear,
-        row_axis=row_axis,
-        col_axis=col_axis,
-        channel_axis=channel_axis,
-        fill_mode=fill_mode,
-        cval=cval,
-        order=interpolation_order,
+    return _warp_one(
+        x, row_axis, col_axis, channel_axis, fill_mode, cval, interpolation_order, shear=shear
     )
 
 
@@ -399,16 +391,8 @@ def random_zoom(
         zx, zy = 1, 1
     else:
         zx, zy = np.random.uniform(zoom_range[0], zoom_range[1], 2)
-    return apply_affine_transform(
-        x,
-        zx=zx,
-        zy=zy,
-        row_axis=row_axis,
-        col_axis=col_axis,
-        channel_axis=channel_axis,
-        fill_mode=fill_mode,
-        cval=cval,
-        order=interpolation_order,
+    return _warp_one(
+        x, row_axis, col_axis, channel_axis, fill_mode, cval, interpolation_order, zx=zx, zy=zy
     )
 
 
