@@ -30,6 +30,7 @@ import numpy as np
 from keratron import config, ops, random
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
 from keratron.layers.name_scope import name_scope as _name_scope
+from keratron.layers.node import KerasTensor
 
 __all__ = [
     "abs", "all", "any", "arange", "argmax", "argmin", "batch_dot", "batch_flatten",
@@ -55,7 +56,8 @@ __all__ = [
 
 
 def _t(x) -> Tensor:
-    return x if isinstance(x, Tensor) else convert_to_tensor(x)
+    # A symbolic input (functional model building) stays symbolic: the ops record it.
+    return x if isinstance(x, (Tensor, KerasTensor)) else convert_to_tensor(x)
 
 
 def _float(x) -> Tensor:

@@ -314,3 +314,16 @@ def test_errors_name_the_argument():
         K.bias_add(IMG, M[0, :3], data_format="nhwc")
     with pytest.raises(ValueError, match="repeat"):
         K.repeat(X, 2)
+
+
+def test_backend_functions_build_a_functional_model_on_symbolic_inputs():
+    # tf.keras 2 code applies K.* to a model's symbolic tensors between layers.
+    inputs = keratron.Input((3,))
+    features = K.concatenate(
+        [K.square(inputs), K.expand_dims(K.mean(inputs, axis=-1)), K.relu(inputs, max_value=1.0)]
+    )
+    assert K.int_shape(features) == (None, 7) and K.dtype(features) == "float32"
+    model = keratron.Model(inputs, features)
+    x = rng.standard_normal((4, 3)).astype("float32")
+    want = np.concatenate([x**2, x.mean(-1, keepdims=True), np.clip(x, 0, 1)], axis=-1)
+    np.testing.assert_allclose(model.predict(x, verbose=0), want, rtol=1e-6)
