@@ -48,6 +48,9 @@ class _Outputs:
         if self.kind == "single":
             if isinstance(values, (list, tuple)) and len(values) == 1:
                 return [values[0]]
+            name = self.names[0]
+            if isinstance(values, dict) and name is not None and list(values) == [name]:
+                return [values[name]]  # keyed by the output's name, as tf.keras 2 took it
             return [values]
         if isinstance(values, dict):
             if self.kind == "dict":

@@ -343,3 +343,22 @@ def test_we_read_keras_json(rng):
 def test_a_string_input_says_where_strings_go_instead(dtype):
     with pytest.raises(ValueError, match=r"Input 'text'.*TextVectorization.*Received: dtype="):
         kt.Input(shape=(1,), dtype=dtype, name="text")
+
+
+@pytest.mark.interop
+def test_targets_keyed_by_the_single_outputs_name_as_in_tf_keras_2():
+    # tf.keras 2 takes y={"<output layer>": y} for a one-output model (Keras 3 refuses it).
+    keras2 = require("tf_keras")
+    rng = np.random.default_rng(0)
+    x = rng.random((16, 3)).astype("float32")
+    y = (x.sum(1) > 1.5).astype("int32")
+    losses = []
+    for api in (kt, keras2):
+        inputs = api.Input((3,), name="feat")
+        outputs = api.layers.Dense(2, activation="softmax", name="cls")(inputs)
+        model = api.Model(inputs, outputs)
+        model.compile(api.optimizers.SGD(0.1), "sparse_categorical_crossentropy")
+        model.set_weights([np.full((3, 2), 0.1, "float32") * [1, -1], np.zeros(2, "float32")])
+        model.fit({"feat": x}, {"cls": y}, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        losses.append(model.evaluate({"feat": x}, {"cls": y}, verbose=0))
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
