@@ -165,14 +165,6 @@ ALL_OBJECTS_DICT.update(
 )
 
 
-def _legacy_config(config: dict) -> dict:
-    # tf.keras 2 wrote reduction="auto", which meant "sum_over_batch_size" outside a
-    # distribution strategy.
-    if config.get("reduction") == "auto":
-        config["reduction"] = "sum_over_batch_size"
-    return config
-
-
 def serialize(loss):
     """Returns the Keras 3 config dict of a `Loss` instance or a loss function.
 
@@ -194,9 +186,8 @@ def deserialize(name, custom_objects=None):
         >>> keratron.losses.deserialize({"class_name": "Huber", "config": {"delta": 2.0}})
         <Huber name=huber_loss>
     """
-    return deserialize_object(
-        name, ALL_OBJECTS_DICT, custom_objects, kind="loss", config_fixup=_legacy_config
-    )
+    # tf.keras 2's reduction="auto" reads as "sum_over_batch_size" (`standardize_reduction`).
+    return deserialize_object(name, ALL_OBJECTS_DICT, custom_objects, kind="loss")
 
 
 def get(identifier):

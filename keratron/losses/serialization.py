@@ -59,7 +59,6 @@ def deserialize_object(
     objects: dict,
     custom_objects=None,
     kind: str = "object",
-    config_fixup=None,
     functions: dict | None = None,
 ):
     """Rebuilds an object from a name or a config dict (Keras 3 or tf.keras 2 format).
@@ -69,8 +68,6 @@ def deserialize_object(
         objects: the built-in names (classes and functions) that may be referenced.
         custom_objects: extra names, looked up first.
         kind: "loss" or "metric", for error messages.
-        config_fixup: optional `fn(config) -> config` applied to class configs before
-            `from_config` (used to read tf.keras 2 values such as `reduction="auto"`).
         functions: the names a `"function"` config may reference; defaults to `objects`
             (metrics need their own table: "mean_squared_error" is both a function and the
             snake-case name of a class there).
@@ -107,7 +104,4 @@ def deserialize_object(
             f"Unknown {kind} class: {class_name!r}. Pass it in `custom_objects` "
             "if it is a custom class."
         )
-    inner = dict(inner or {})
-    if config_fixup is not None:
-        inner = config_fixup(inner)
-    return cls.from_config(inner)
+    return cls.from_config(dict(inner or {}))
