@@ -652,20 +652,10 @@ def foldr(fn, elems, initializer=None, name=None):
 
 
 # ------------------------------------------------------------------------------ paddings, images
-def _check_format(data_format):
-    data_format = data_format or config.image_data_format()
-    if data_format not in ("channels_first", "channels_last"):
-        raise ValueError(
-            "data_format must be 'channels_first' or 'channels_last'. "
-            f"Received: data_format={data_format!r}"
-        )
-    return data_format
-
-
 def _pad_spatial(x, padding, data_format):
     x = _t(x)
     spatial = [tuple(p) for p in padding]
-    if _check_format(data_format) == "channels_first":
+    if config.standardize_data_format(data_format) == "channels_first":
         pads = [(0, 0), (0, 0), *spatial]
     else:
         pads = [(0, 0), *spatial, (0, 0)]
@@ -691,7 +681,7 @@ def bias_add(x, bias, data_format=None):
     """`x + bias` along the channel axis of `data_format` (a bias of rank ndim(x) - 1 covers
     every axis after the batch)."""
     x, bias = _t(x), _t(bias)
-    data_format = _check_format(data_format)
+    data_format = config.standardize_data_format(data_format)
     if len(bias.shape) not in (1, len(x.shape) - 1):
         raise ValueError(
             f"bias_add: bias must have 1 or {len(x.shape) - 1} dimensions. "
@@ -716,7 +706,7 @@ def resize_images(x, height_factor, width_factor, data_format, interpolation="ne
     """A 4-D `x` scaled by integer factors along its rows and columns ("nearest": each
     pixel repeated; "bilinear", ...: resampled)."""
     x = _t(x)
-    data_format = _check_format(data_format)
+    data_format = config.standardize_data_format(data_format)
     rows, cols = (2, 3) if data_format == "channels_first" else (1, 2)
     if interpolation == "nearest":
         return ops.repeat(ops.repeat(x, height_factor, axis=rows), width_factor, axis=cols)
@@ -727,17 +717,13 @@ def resize_images(x, height_factor, width_factor, data_format, interpolation="ne
 def resize_volumes(x, depth_factor, height_factor, width_factor, data_format):
     """A 5-D `x` with each voxel repeated by the three factors."""
     x = _t(x)
-    first = 2 if _check_format(data_format) == "channels_first" else 1
+    first = 2 if config.standardize_data_format(data_format) == "channels_first" else 1
     for i, factor in enumerate((depth_factor, height_factor, width_factor)):
         x = ops.repeat(x, factor, axis=first + i)
     return x
 
 
 # ------------------------------------------------------------------------------ convolutions
-def _conv_format(data_format):
-    return _check_format(data_format)
-
-
 def _check_padding(padding):
     if padding not in ("same", "valid"):
         raise ValueError(f"padding must be 'same' or 'valid'. Received: padding={padding!r}")
@@ -747,7 +733,7 @@ def _check_padding(padding):
 def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
     """1-D convolution (padding "same", "valid" or "causal")."""
     x = _t(x)
-    data_format = _conv_format(data_format)
+    data_format = config.standardize_data_format(data_format)
     if padding == "causal":
         left = dilation_rate * (kernel.shape[0] - 1)
         pads = [(0, 0), (0, 0), (left, 0)] if data_format == "channels_first" else None
@@ -759,7 +745,12 @@ def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rat
 def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1)):
     """2-D convolution."""
     return ops.conv(
-        _t(x), kernel, strides, _check_padding(padding), _conv_format(data_format), dilation_rate
+        _t(x),
+        kernel,
+        strides,
+        _check_padding(padding),
+        config.standardize_data_format(data_format),
+        dilation_rate,
     )
 
 
@@ -768,7 +759,12 @@ def conv3d(
 ):
     """3-D convolution."""
     return ops.conv(
-        _t(x), kernel, strides, _check_padding(padding), _conv_format(data_format), dilation_rate
+        _t(x),
+        kernel,
+        strides,
+        _check_padding(padding),
+        config.standardize_data_format(data_format),
+        dilation_rate,
     )
 
 
@@ -783,7 +779,7 @@ def conv2d_transpose(
 ):
     """The transpose of `conv2d` (the gradient of a `conv2d` whose input has `output_shape`,
     as TensorFlow's `conv2d_transpose`); kernel (rows, cols, out channels, in channels)."""
-    data_format = _conv_format(data_format)
+    data_format = config.standardize_data_format(data_format)
     _check_padding(padding)
     x = _t(x)
     strides = (strides, strides) if isinstance(strides, int) else tuple(strides)
@@ -818,7 +814,7 @@ def depthwise_conv2d(
         depthwise_kernel,
         strides,
         _check_padding(padding),
-        _conv_format(data_format),
+        config.standardize_data_format(data_format),
         dilation_rate,
     )
 
@@ -839,7 +835,7 @@ def separable_conv2d(
         pointwise_kernel,
         strides,
         _check_padding(padding),
-        _conv_format(data_format),
+        config.standardize_data_format(data_format),
         dilation_rate,
     )
 
@@ -848,7 +844,13 @@ def _pool(x, pool_size, strides, padding, data_format, pool_mode):
     if pool_mode not in ("max", "avg"):
         raise ValueError(f"pool_mode must be 'max' or 'avg'. Received: pool_mode={pool_mode!r}")
     pool = ops.max_pool if pool_mode == "max" else ops.average_pool
-    return pool(_t(x), pool_size, strides, _check_padding(padding), _conv_format(data_format))
+    return pool(
+        _t(x),
+        pool_size,
+        strides,
+        _check_padding(padding),
+        config.standardize_data_format(data_format),
+    )
 
 
 def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool_mode="max"):
