@@ -873,7 +873,7 @@ def binary_crossentropy(target, output, from_logits=False):
     """Elementwise binary cross-entropy; probabilities are clipped to [eps, 1 - eps]."""
     target, output = _t(target), _t(output)
     if from_logits:
-        return ops.relu(output) - output * target + ops.log1p(ops.exp(-ops.abs(output)))
+        return ops.binary_crossentropy(target, output, from_logits=True)
     eps = config.epsilon()
     output = ops.clip(output, eps, 1.0 - eps)
     bce = target * ops.log(output + eps) + (1.0 - target) * ops.log(1.0 - output + eps)
@@ -884,7 +884,7 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
     """Cross-entropy along `axis`; probabilities are renormalised, then clipped."""
     target, output = _t(target), _t(output)
     if from_logits:
-        return -ops.sum(target * ops.log_softmax(output, axis=axis), axis=axis)
+        return ops.categorical_crossentropy(target, output, from_logits=True, axis=axis)
     output = output / ops.sum(output, axis=axis, keepdims=True)
     eps = config.epsilon()
     return -ops.sum(target * ops.log(ops.clip(output, eps, 1.0 - eps)), axis=axis)
