@@ -636,7 +636,7 @@ class Optimizer:
         # Every path below (fused, multi-tensor, per-tensor, overwrite-with-gradient) writes
         # storage in place; the write counts tell cached derived state that it is stale.
         mark_written(variables)
-        mark_written(self.variables)
+        mark_written(self._variables)
         # Under a multi-worker strategy: the replicas' gradients, averaged (else unchanged).
         tgrads = aggregate_gradients(self, tgrads)
         tgrads, variables = self._overwrite_variables_directly_with_gradients(tgrads, variables)
@@ -755,7 +755,10 @@ class Optimizer:
     def _overwrite_variables_directly_with_gradients(self, grads, variables):
         """Variables flagged `overwrite_with_gradient` take their gradient as their new value
         (float8 scaling statistics); they skip clipping, decay and the update rule."""
-        if not any(getattr(v, "overwrite_with_gradient", False) for v in variables):
+        for v in variables:
+            if getattr(v, "overwrite_with_gradient", False):
+                break
+        else:
             return grads, variables
         kept_g, kept_v = [], []
         for g, v in zip(grads, variables):
@@ -802,6 +805,10 @@ class Optimizer:
 
     def _backend_update_step(self, grads: list, variables: list, lr: torch.Tensor) -> None:
         groups = _by_device_dtype([v._value for v in variables])
+        if len(groups) == 1:  # the usual case: no regrouping
+            ((device, dtype),) = groups
+            self._update_group(grads, variables, lr.to(device=device, dtype=dtype))
+            return
         for (device, dtype), idx in groups.items():
             self._update_group(
                 [grads[i] for i in idx],
