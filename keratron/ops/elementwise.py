@@ -854,12 +854,33 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return nan_to_num_p.bind(as_tensor(x), nan=nan, posinf=posinf, neginf=neginf)
 
 
-def divide_no_nan(x1, x2):
-    """x1 / x2, with 0 where x2 == 0 (and no NaN gradient there)."""
-    x1, x2 = pair(x1, x2)
-    nz = not_equal(x2, 0)
-    safe = where(nz, x2, 1)
-    return where(nz, divide(x1, safe), 0)
+def _divide_no_nan_impl(x, y):
+    # Where y is 0, x / y (inf or NaN) is overwritten: one kernel step of a compiled plan
+    # where the where/divide/where composition took four (every Mean metric's result, a 0-d
+    # total over a 0-d count, whose count a CPU step reads instead of comparing as a tensor).
+    out = torch.true_divide(x, y)
+    if y.dim() == 0 and y.device.type == "cpu":
+        return out.zero_() if y.item() == 0 else out
+    return out.masked_fill_(y == 0, 0)
+
+
+divide_no_nan_p, divide_no_nan = _binary(
+    "divide_no_nan",
+    _divide_no_nan_impl,
+    # Both pulled back through divide_no_nan itself: no NaN gradient where x2 == 0.
+    lambda g, x, y, out: (
+        divide_no_nan(g, y),
+        negative(divide_no_nan(multiply(g, out), y)),
+    ),
+    fresh=True,
+    shape_rule=rules.binary_to_float,
+)
+divide_no_nan.__doc__ = """x1 / x2, with 0 where x2 == 0 (and no NaN gradient there).
+
+    Example:
+        >>> keratron.ops.divide_no_nan(np.array([1.0, 2.0]), np.array([4.0, 0.0]))
+        <Tensor shape=(2,), dtype=float32, numpy=array([0.25, 0.  ], dtype=float32)>
+    """
 
 
 # The complex parts. No VJPs: the tape differentiates real floating tensors only, and for those

@@ -90,7 +90,7 @@ BINARY_SHAPES = (
     ((2, 3), (4, 3), False),
     ((2, 0), (2,), False),
 )
-BINARY = ("add", "multiply", "maximum", "minimum", "subtract", "power", "divide")
+BINARY = ("add", "multiply", "maximum", "minimum", "subtract", "power", "divide", "divide_no_nan")
 COMPARE = (
     "equal",
     "not_equal",

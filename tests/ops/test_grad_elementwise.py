@@ -87,6 +87,7 @@ ROWS = [
     ("log_sigmoid", ops.log_sigmoid, torch.nn.functional.logsigmoid, [nrm(6)]),
     ("nan_to_num", ops.nan_to_num, torch.nan_to_num, [nrm(4)]),
     ("divide_no_nan", ops.divide_no_nan, torch.div, [nrm(4), pos(4)]),
+    ("divide_no_nan_broadcast", ops.divide_no_nan, torch.div, [nrm(3, 4), pos(4)]),
     ("copy", ops.copy, torch.clone, [nrm(4)]),
     ("sum", lambda x: ops.sum(x, axis=1), lambda x: x.sum(1), [nrm(3, 4)]),
     ("sum_all", ops.sum, torch.sum, [nrm(3, 4)]),
@@ -150,3 +151,43 @@ def test_softplus_stable_gradient_at_100():
     with kt.GradientTape() as tape:
         naive = ops.log(1 + ops.exp(x))
     assert np.isnan(float(tape.gradient(naive, x)))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_divide_no_nan_where_the_divisor_is_zero(compiled):
+    x = np.array([[1.5, np.nan, -2.0], [3.0, 4.0, 0.5]], "float32")
+    y = np.array([0.0, -0.0, 4.0], "float32")
+    g = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], "float32")
+
+    def value_and_grads(x, y):
+        with kt.GradientTape() as tape:
+            tape.watch(x)
+            tape.watch(y)
+            out = ops.divide_no_nan(x, y)
+            total = ops.sum(ops.multiply(out, g))
+        return (out, *tape.gradient(total, [x, y]))
+
+    fn = kt.function(value_and_grads) if compiled else value_and_grads
+    out, gx, gy = (t.numpy() for t in fn(ops.convert_to_tensor(x), ops.convert_to_tensor(y)))
+    # By hand: x / y where y != 0, else 0; the gradients are 0 wherever y == 0 (even for
+    # x = NaN), g / y and the column sum of -g * x / y**2 elsewhere.
+    np.testing.assert_array_equal(out, [[0.0, 0.0, -0.5], [0.0, 0.0, 0.125]])
+    np.testing.assert_array_equal(gx, [[0.0, 0.0, 0.75], [0.0, 0.0, 0.5]])
+    np.testing.assert_allclose(gy, [0.0, 0.0, -3.0 * -2.0 / 16 - 2.0 * 0.5 / 16], rtol=1e-6)
+    assert out.dtype == np.float32 and not np.signbit(out[0, :2]).any()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_divide_no_nan_by_a_scalar(compiled):
+    x = ops.convert_to_tensor(np.array([1.0, np.nan, -np.inf], "float32"))
+    fn = kt.function(ops.divide_no_nan) if compiled else ops.divide_no_nan
+    for y, expected in (
+        (0.0, [0.0, 0.0, 0.0]),
+        (-0.0, [0.0, 0.0, 0.0]),
+        (2.0, [0.5, np.nan, -np.inf]),
+    ):
+        out = fn(x, ops.convert_to_tensor(np.float32(y))).numpy()
+        np.testing.assert_array_equal(out, expected)
+        assert not np.signbit(out[0])
+    out = fn(x, ops.convert_to_tensor(np.float32(np.nan))).numpy()
+    assert np.isnan(out).all()
