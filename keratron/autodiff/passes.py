@@ -444,12 +444,16 @@ def use_counts(graph: Graph, outputs: list) -> dict:
 
 
 # ------------------------------------------------------------------------------ lowering
-def _kernel_call(node: Node):
+def _kernel_call(graph: Graph, node: Node):
     prim, params = node.prim, node.params
     if prim.routes:
         from keratron.autodiff import primitive as _prim
 
-        return _prim.bound_executor(prim, params)
+        general = _prim.bound_executor(prim, params)
+        if prim.cpu_step is not None and config.kernel_backend() != "triton":
+            avals = [None if s is None else graph.avals[s] for s in node.inputs]
+            return prim.cpu_step(avals, params, general) or general
+        return general
     impl = prim.impl
     return (lambda *vals: impl(*vals, **params)) if params else impl
 
@@ -797,7 +801,7 @@ def _lower(
             if out is not None and not node.prim.routes and not node.params and not on_side:
                 fn, ins = _inplace(graph, node.prim, ins, out, uses, fresh, protected)
             if fn is None:
-                fn = _kernel_call(node)
+                fn = _kernel_call(graph, node)
                 if kept is not None and not protected.intersection(node.outputs):
                     n_kept = len(kept)
                     fn = memory_plan.kept_buffer_call(graph, node, fn, kept) or fn

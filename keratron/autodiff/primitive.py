@@ -222,6 +222,12 @@ class Primitive:
 
     Attributes:
         routes: {device kind: route}, filled by `device_route`.
+        cpu_step: None, or `cpu_step(in_avals, params, general)` -> a callable or None: a
+            compiled plan's step for this node, chosen when the plan is built from its input
+            avals (None for absent inputs). The callable runs the kernel the CPU route would
+            pick for those avals straight away, and calls `general` (the bound executor) for
+            values that are not on the CPU. For small ops of small models, where the route's
+            own decisions cost as much as the kernel.
     """
 
     __slots__ = (
@@ -242,6 +248,7 @@ class Primitive:
         "fuses_as",
         "side_stream",
         "routes",
+        "cpu_step",
     )
 
     def __init__(
@@ -283,6 +290,7 @@ class Primitive:
         self.side_stream = side_stream
         self.shape_rule = shape_rule
         self.routes: dict[str, Callable] = {}
+        self.cpu_step: Callable | None = None
         PRIMITIVES[name] = self
 
     @property

@@ -408,6 +408,31 @@ def _matmul_cpu(x, w, b, activation):
     return _matmul_with(cpu_gemm, x, w, b, activation)
 
 
+def _matmul_cpu_step(avals, params, general):
+    """A compiled plan's step for a product of 2-D operands that `gemm_kernel` leaves to BLAS
+    whatever its values (below MEASURED_GEMM_MACS, not narrow): that BLAS call itself, without
+    the route's decisions on every call (a small Dense layer's step spent about as long in them
+    as in its three products)."""
+    xa, wa, _ = avals
+    if wa is None or len(xa[0]) != 2 or len(wa[0]) != 2:
+        return None
+    (m, k), n = xa[0], wa[0][1]
+    if m * k * n >= MEASURED_GEMM_MACS or _narrow(m, k, n):
+        return None
+    activation = params["activation"]
+
+    def step(x, w, b):
+        if not x.is_cpu:
+            return general(x, w, b)
+        y = torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+        return y if activation is None else epilogue.apply(y, activation, inplace=True)
+
+    return step
+
+
+matmul_p.cpu_step = _matmul_cpu_step
+
+
 def _matmul_keeps(params, avals) -> bool:
     """Whether a kept buffer may serve this product: the ones `cpu_gemm` leaves to BLAS, and
     any product of KEPT_PRODUCT_ELEMENTS or more, which BLAS serves where x is transposed (the

@@ -443,13 +443,21 @@ def _check_the_cpu_route_in_a_plan():
         step, before = _dispatch.bind(prim, {"factor": 2.0}), len(calls)
         assert step(torch.empty(3, device="meta")).is_meta and len(calls) == before
         # Under the "triton" backend the plan keeps the dispatcher (interpreted kernels).
-        node = type("N", (), {"prim": prim, "params": {"factor": 2.0}})()
+        node = type("N", (), {"prim": prim, "params": {"factor": 2.0}, "inputs": [0]})()
+        graph = type("G", (), {"avals": {0: ((4,), torch.float32)}})()
         kt.config.set_kernel_backend("triton")
         try:
-            assert passes._kernel_call(node).__name__ == "<lambda>"
+            assert passes._kernel_call(graph, node).__name__ == "<lambda>"
         finally:
             kt.config.set_kernel_backend(None)
-        assert passes._kernel_call(node).__name__ == "call"
+        assert passes._kernel_call(graph, node).__name__ == "call"
+        # A primitive's `cpu_step` gets the step's input avals and the general call, and may
+        # decline (None: the general call stays).
+        seen = []
+        prim.cpu_step = lambda avals, params, general: seen.append((avals, params, general))
+        assert passes._kernel_call(graph, node).__name__ == "call"
+        assert seen[0][:2] == ([((4,), torch.float32)], {"factor": 2.0})
+        assert seen[0][2].__name__ == "call"
     finally:
         del PRIMITIVES["test_routed_scale"]
 

@@ -502,3 +502,26 @@ def test_bfloat16_strided_depthwise_input_gradient_runs_in_float32(shape, channe
     )
     got64 = keratron.ops.cast(got, "float64").numpy()
     np.testing.assert_allclose(got64, want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("activation", [None, "relu"])
+def test_a_small_product_is_bound_to_its_blas_call_in_a_plan(bias, activation):
+    x = keratron.convert_to_tensor(RNG.standard_normal((32, 24)).astype("float32"))
+    w = keratron.convert_to_tensor(RNG.standard_normal((24, 10)).astype("float32"))
+    b = keratron.convert_to_tensor(RNG.standard_normal(10).astype("float32")) if bias else None
+    plan = keratron.function(_matmul).get_concrete_graph(x, w, b, activation)
+    (step,) = [fn for fn, *_ in plan.steps if "_matmul_cpu_step" in fn.__qualname__]
+    eager = _matmul(x, w, b, activation)._value  # through the CPU route
+    args = (x._value, w._value, None if b is None else b._value)
+    torch.testing.assert_close(step(*args), eager, rtol=0, atol=0)
+    # Values elsewhere than on the CPU go to the general executor (its meta kernel here).
+    meta = step(*(None if a is None else a.to("meta") for a in args))
+    assert meta.device.type == "meta" and tuple(meta.shape) == (32, 10)
+
+
+def test_a_product_the_route_decides_at_run_time_keeps_the_general_step():
+    x = keratron.convert_to_tensor(RNG.standard_normal((128, 784)).astype("float32"))
+    w = keratron.convert_to_tensor(RNG.standard_normal((784, 512)).astype("float32"))
+    plan = keratron.function(_matmul).get_concrete_graph(x, w, None, None)
+    assert not [fn for fn, *_ in plan.steps if "_matmul_cpu_step" in fn.__qualname__]
