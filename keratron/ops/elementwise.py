@@ -879,8 +879,8 @@ divide_no_nan.__doc__ = """x1 / x2, with 0 where x2 == 0 (and no NaN gradient th
 
     Example:
         >>> x, y = np.array([1.0, 2.0], "float32"), np.array([4.0, 0.0], "float32")
-        >>> keratron.ops.divide_no_nan(x, y)
-        <Tensor shape=(2,), dtype=float32, numpy=array([0.25, 0.  ], dtype=float32)>
+        >>> keratron.ops.divide_no_nan(x, y).numpy()
+        array([0.25, 0.  ], dtype=float32)
     """
 
 
