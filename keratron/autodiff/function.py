@@ -52,6 +52,9 @@ __all__ = [
 
 # ---------------------------------------------------------------------------- signatures
 def _leaf_key(x):
+    if type(x) is Tensor:  # a batch's tensors, the leaves of every step's call
+        v = x._value
+        return ("T", tuple(v.shape), v.dtype, v.device)
     if isinstance(x, Variable):
         return ("V", id(x))
     if isinstance(x, Tensor):
@@ -65,6 +68,11 @@ def _leaf_key(x):
 
 
 def _structure_key(x):
+    t = type(x)
+    if t is Tensor or x is None:
+        return None
+    if t is tuple or t is list:
+        return ("t" if t is tuple else "l", tuple([_structure_key(v) for v in x]))
     if isinstance(x, dict):
         return ("d", tuple((k, _structure_key(x[k])) for k in sorted(x, key=str)))
     if isinstance(x, (list, tuple)):
