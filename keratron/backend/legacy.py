@@ -38,7 +38,7 @@ __all__ = [
     "binary_crossentropy", "binary_focal_crossentropy", "cast", "cast_to_floatx",
     "categorical_crossentropy", "categorical_focal_crossentropy", "clip", "concatenate",
     "constant", "conv1d", "conv2d", "conv2d_transpose", "conv3d", "cos", "count_params",
-    "ctc_batch_cost", "cumprod", "cumsum", "depthwise_conv2d", "dot", "dropout",
+    "ctc_batch_cost", "ctc_decode", "cumprod", "cumsum", "depthwise_conv2d", "dot", "dropout",
     "dtype", "elu", "equal", "eval", "exp", "expand_dims", "eye", "flatten", "foldl", "foldr",
     "gather", "get_value", "greater", "greater_equal", "hard_sigmoid", "in_top_k", "int_shape",
     "is_sparse", "l2_normalize", "less", "less_equal", "log", "map_fn", "max", "maximum", "mean",
@@ -956,3 +956,40 @@ def ctc_batch_cost(y_true, y_pred, input_length, label_length):
         mask_index=y_pred.shape[-1] - 1,
     )
     return ops.expand_dims(loss, 1)
+
+
+def ctc_decode(y_pred, input_length, greedy=True, beam_width=100, top_paths=1):
+    """Decodes softmax outputs `y_pred` (batch, steps, classes; the blank last) as tf.keras 2
+    does: `([paths], log_prob)`, each path an int64 (batch, steps) tensor padded with -1;
+    `log_prob` is (batch, 1) for the greedy decoder (minus the summed per-step maximum
+    log-probabilities) and (batch, top_paths) for the beam search, which merges repeated
+    labels in its paths as TensorFlow's v1 decoder does."""
+    y_pred = _t(y_pred)
+    if y_pred.ndim != 3:
+        raise ValueError(
+            f"ctc_decode: y_pred must be (batch, steps, classes). Received shape {y_pred.shape}."
+        )
+    paths, log_prob = ops.ctc_decode(
+        ops.log(y_pred + config.epsilon()),
+        ops.cast(ops.reshape(_t(input_length), (-1,)), "int32"),
+        strategy="greedy" if greedy else "beam_search",
+        beam_width=beam_width,
+        top_paths=1 if greedy else top_paths,
+        merge_repeated=True,
+        mask_index=y_pred.shape[-1] - 1,
+    )
+    paths = np.asarray(paths).astype("int64")
+    if not greedy:
+        paths = np.stack([_merge_repeated(p) for p in paths])
+    return [convert_to_tensor(p) for p in paths], log_prob
+
+
+def _merge_repeated(paths):
+    """TensorFlow's v1 beam search with merge_repeated: a label equal to the one before it in
+    a decoded path is dropped (even where CTC had a blank between them), then -1 pads."""
+    out = np.full_like(paths, -1)
+    for row, path in enumerate(paths):
+        labels = path[path >= 0]
+        keep = labels[np.r_[True, labels[1:] != labels[:-1]]] if labels.size else labels
+        out[row, : keep.size] = keep
+    return out

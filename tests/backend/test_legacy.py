@@ -327,3 +327,38 @@ def test_backend_functions_build_a_functional_model_on_symbolic_inputs():
     x = rng.standard_normal((4, 3)).astype("float32")
     want = np.concatenate([x**2, x.mean(-1, keepdims=True), np.clip(x, 0, 1)], axis=-1)
     np.testing.assert_allclose(model.predict(x, verbose=0), want, rtol=1e-6)
+
+
+def _ctc_probs():
+    logits = np.random.default_rng(0).standard_normal((4, 9, 5)) * 2
+    return (np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)).astype("float32")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"greedy": False}, {"greedy": False, "beam_width": 100, "top_paths": 3}]
+)
+def test_ctc_decode_as_tf_keras(kwargs, tf_keras):
+    keras2, tf = tf_keras
+    probs, lengths = _ctc_probs(), np.array([9, 7, 4, 1], "int32")
+    want_paths, want_log_prob = keras2.backend.ctc_decode(
+        tf.constant(probs), tf.constant(lengths), **kwargs
+    )
+    paths, log_prob = K.ctc_decode(probs, lengths, **kwargs)
+    assert len(paths) == len(want_paths) == kwargs.get("top_paths", 1)
+    for got, want in zip(paths, want_paths):
+        assert np.asarray(got).dtype == np.int64
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+    np.testing.assert_allclose(np.asarray(log_prob), want_log_prob.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_ctc_decode_beam_paths_merge_repeated_labels_as_tensorflow_v1():
+    # Class 0 twice with the blank (class 2) between: CTC decodes [0, 0]; tf.keras 2's beam
+    # search (TensorFlow's v1 decoder, merge_repeated=True) reports [0], the greedy one [0, 0].
+    probs = np.array([[[0.9, 0.05, 0.05], [0.05, 0.05, 0.9], [0.9, 0.05, 0.05]]], "float32")
+    greedy, _ = K.ctc_decode(probs, np.array([3]))
+    beam, _ = K.ctc_decode(probs, np.array([3]), greedy=False, beam_width=4)
+    np.testing.assert_array_equal(np.asarray(greedy[0]), [[0, 0, -1]])
+    np.testing.assert_array_equal(np.asarray(beam[0]), [[0, -1, -1]])
+    with pytest.raises(ValueError, match="ctc_decode: y_pred must be"):
+        K.ctc_decode(probs[0], np.array([3]))
