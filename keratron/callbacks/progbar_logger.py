@@ -39,7 +39,6 @@ class ProgbarLogger(Callback):
         self._bar = None
         self._mode = "train"
         self._start = 0.0
-        self._shown = float("-inf")  # when the running values were last formatted
 
     def set_params(self, params):
         super().set_params(params)
@@ -52,7 +51,6 @@ class ProgbarLogger(Callback):
 
         self._close()
         self._start = time.time()
-        self._shown = float("-inf")
         if self.verbose == 1 and is_interactive_logging_enabled():
             self._bar = tqdm(
                 total=total,
@@ -78,15 +76,17 @@ class ProgbarLogger(Callback):
         self._step(logs)
 
     def _step(self, logs):
-        """Advances the bar by a batch. The running values are formatted only when the bar may
-        redraw (tqdm redraws at most every `mininterval` seconds): formatting them for every
-        batch cost a small model's step a fifth of its time."""
+        """Advances the bar by a batch. The running values are formatted only for a batch on
+        which the bar redraws (tqdm's own test: `miniters` batches and `mininterval` seconds
+        since its last redraw), so each redraw shows its batch's values: formatting them for
+        every batch cost a small model's step a fifth of its time."""
         bar = self._bar
         if bar is None:
             return
-        now = time.monotonic()
-        if now - self._shown >= bar.mininterval:
-            self._shown = now
+        if (
+            bar.n + 1 - bar.last_print_n >= bar.miniters
+            and bar._time() - bar.last_print_t >= bar.mininterval
+        ):
             bar.set_postfix_str(_fmt(logs), refresh=False)
         bar.update(1)
 

@@ -26,34 +26,40 @@ def test_fit_shows_each_epoch_and_its_final_values(capsys):
 
 class _Clock:
     def __init__(self):
-        self.now = 100.0
+        self.now = 0.0
 
     def __call__(self):
         return self.now
 
 
-def test_running_values_are_formatted_only_when_the_bar_may_redraw(monkeypatch, capsys):
-    clock, formatted = _Clock(), []
-    monkeypatch.setattr(progbar_logger.time, "monotonic", clock)
+def test_each_redraw_shows_its_batch_and_values_are_formatted_only_then(monkeypatch, capsys):
+    formatted = []
     fmt = progbar_logger._fmt
     monkeypatch.setattr(progbar_logger, "_fmt", lambda logs: formatted.append(logs) or fmt(logs))
     bar = keras.callbacks.ProgbarLogger()
     bar.set_params({"verbose": 1, "epochs": 1, "steps": 300})
     bar.on_epoch_begin(0)
-    interval = bar._bar.mininterval
-    for i in range(100):  # no time passes: only the first batch is formatted
+    clock, tq = _Clock(), bar._bar
+    clock.now = tq.last_print_t
+    tq._time = clock  # the bar's clock, as tqdm reads it
+    interval = tq.mininterval
+    redraws = []
+    real_refresh = tq.refresh
+    monkeypatch.setattr(tq, "refresh", lambda **kw: (redraws.append((tq.n, tq.postfix)),
+                                                       real_refresh(**kw))[1])  # fmt: skip
+    for i in range(50):  # no time passes: no redraw, nothing formatted
         bar.on_train_batch_end(i, {"loss": float(i)})
-    assert [logs["loss"] for logs in formatted] == [0.0]
-    clock.now += 1.5 * interval
-    bar.on_train_batch_end(100, {"loss": 100.0})
-    for i in range(101, 111):
+    assert formatted == [] and redraws == []
+    for i in range(50, 80):
         clock.now += 0.6 * interval
         bar.on_train_batch_end(i, {"loss": float(i)})
-    # Each time a full interval has passed since the last formatting: the newest values.
-    assert [logs["loss"] for logs in formatted] == [0.0, 100.0, 102.0, 104.0, 106.0, 108.0, 110.0]
-    assert bar._bar.n == 111 and bar._bar.postfix == "loss: 110.0000"
-    bar.on_epoch_end(0, {"loss": 199.0})
-    assert "loss: 199.0000" in capsys.readouterr().out
+    # Every redraw shows the values of the batch it counts, and only those batches' values
+    # were formatted.
+    assert redraws and all(postfix == f"loss: {n - 1:.4f}" for n, postfix in redraws)
+    assert [logs["loss"] for logs in formatted] == [float(n - 1) for n, _ in redraws]
+    assert len(formatted) < 30
+    bar.on_epoch_end(0, {"loss": 299.0})
+    assert "loss: 299.0000" in capsys.readouterr().out
 
 
 def test_python_logs_reads_tensors_of_one_element():
