@@ -52,10 +52,8 @@ __all__ = [
 
 # ---------------------------------------------------------------------------- signatures
 def _leaf_key(x):
-    if type(x) is Tensor:  # a batch's tensors, the leaves of every step's call
-        v = x._value
-        return ("T", tuple(v.shape), v.dtype, v.device)
-    if isinstance(x, Variable):
+    # A plain Tensor (a batch's, every step's call) skips the Variable check.
+    if type(x) is not Tensor and isinstance(x, Variable):
         return ("V", id(x))
     if isinstance(x, Tensor):
         v = x._value
@@ -69,14 +67,12 @@ def _leaf_key(x):
 
 def _structure_key(x):
     t = type(x)
-    if t is Tensor or x is None:
+    if t is Tensor or x is None:  # the leaves of every step's call
         return None
-    if t is tuple or t is list:
-        return ("t" if t is tuple else "l", tuple([_structure_key(v) for v in x]))
     if isinstance(x, dict):
         return ("d", tuple((k, _structure_key(x[k])) for k in sorted(x, key=str)))
     if isinstance(x, (list, tuple)):
-        return ("l" if isinstance(x, list) else "t", tuple(_structure_key(v) for v in x))
+        return ("l" if isinstance(x, list) else "t", tuple([_structure_key(v) for v in x]))
     return None
 
 
