@@ -361,6 +361,12 @@ def _fixed_gemm_kernel(x, w, b, keepable: bool) -> str:
     return "narrow" if narrow_transposed(x, w, b) else "blas"
 
 
+def _blas_whatever_values(m: int, k: int, n: int) -> bool:
+    """Whether `gemm_kernel` gives an (m, k) @ (k, n) product to BLAS from its sizes alone:
+    below MEASURED_GEMM_MACS and not narrow."""
+    return m * k * n < MEASURED_GEMM_MACS and not _narrow(m, k, n)
+
+
 def gemm_kernel(
     x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, keepable: bool = True
 ) -> str:
@@ -371,7 +377,7 @@ def gemm_kernel(
     if x.dim() == 2 and w.dim() == 2:
         (m, k), n = x.shape, w.shape[1]
         macs = m * k * n
-        if macs < MEASURED_GEMM_MACS and not _narrow(m, k, n):
+        if _blas_whatever_values(m, k, n):
             return "blas"  # below every fixed rule's threshold, as the common small product
         if _onednn_linear is not None and x.is_cpu and config.cpu_kernel_benchmark():
             # Everything the rules and the candidates read: sizes, layouts (strides), dtypes,
@@ -417,14 +423,14 @@ def _matmul_cpu_step(avals, params, general):
     if wa is None or len(xa[0]) != 2 or len(wa[0]) != 2:
         return None
     (m, k), n = xa[0], wa[0][1]
-    if m * k * n >= MEASURED_GEMM_MACS or _narrow(m, k, n):
+    if not _blas_whatever_values(m, k, n):
         return None
     activation = params["activation"]
 
     def step(x, w, b):
         if not x.is_cpu:
             return general(x, w, b)
-        y = torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+        y = _blas_gemm(x, w, b)
         return y if activation is None else epilogue.apply(y, activation, inplace=True)
 
     return step
