@@ -109,8 +109,7 @@ class Adam(Optimizer):
             self._velocity_hats = self.add_optimizer_variables(var_list, "velocity_hat")
 
     def _update_group(self, grads, variables, lr):
-        indices = self._trainable_variables_indices
-        idx = [indices[id(v)] for v in variables]
+        idx = [self._get_variable_index(v) for v in variables]
         values = [v._value for v in variables]
         m = [self._momentums[i]._value for i in idx]
         v = [self._velocities[i]._value for i in idx]
@@ -120,10 +119,7 @@ class Adam(Optimizer):
             # numpy scalars of the rate's dtype round like the tensor ops they replace
             # (1 - beta_2**t cancels badly, so float64 here would drift from Keras).
             f = np.float32 if lr.dtype == torch.float32 else np.float64
-            it = self._iterations._value
-            if self.gradient_accumulation_steps:
-                it = self._step_count(lr.device)
-            t = f(float(it) + 1.0)
+            t = f(float(self._step_count(lr.device)) + 1.0)
             one = f(1.0)
             alpha = float(
                 f(float(lr)) * np.sqrt(one - f(self.beta_2) ** t) / (one - f(self.beta_1) ** t)
@@ -149,7 +145,7 @@ class Adam(Optimizer):
             )
         if (
             step is not None
-            and all([x.is_contiguous() for x in values])
+            and all(x.is_contiguous() for x in values)
             and _uncorrected(self.beta_1)
             and _uncorrected(self.beta_2)
         ):

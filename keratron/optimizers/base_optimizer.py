@@ -755,10 +755,7 @@ class Optimizer:
     def _overwrite_variables_directly_with_gradients(self, grads, variables):
         """Variables flagged `overwrite_with_gradient` take their gradient as their new value
         (float8 scaling statistics); they skip clipping, decay and the update rule."""
-        for v in variables:
-            if getattr(v, "overwrite_with_gradient", False):
-                break
-        else:
+        if not any(getattr(v, "overwrite_with_gradient", False) for v in variables):
             return grads, variables
         kept_g, kept_v = [], []
         for g, v in zip(grads, variables):
@@ -805,10 +802,6 @@ class Optimizer:
 
     def _backend_update_step(self, grads: list, variables: list, lr: torch.Tensor) -> None:
         groups = _by_device_dtype([v._value for v in variables])
-        if len(groups) == 1:  # the usual case: no regrouping
-            ((device, dtype),) = groups
-            self._update_group(grads, variables, lr.to(device=device, dtype=dtype))
-            return
         for (device, dtype), idx in groups.items():
             self._update_group(
                 [grads[i] for i in idx],
