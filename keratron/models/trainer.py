@@ -37,9 +37,9 @@ def _python_logs(logs) -> dict:
         if isinstance(value, dict):
             out.update(_python_logs(value))
             continue
-        if type(value) is Tensor and value._value.numel() == 1:
-            value = float(value._value)  # every batch with a batch-end callback: the quick way
-        elif isinstance(value, (Tensor, np.ndarray, np.generic)) and np.size(value) == 1:
+        if isinstance(value, Tensor) and value._value.numel() == 1:
+            value = float(value._value)  # read by torch: numpy's np.size copies it first
+        elif isinstance(value, (np.ndarray, np.generic)) and np.size(value) == 1:
             value = float(np.asarray(value).reshape(()))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             value = float(value)
