@@ -412,3 +412,31 @@ def test_random_interleaving_with_a_second_stream_matches_eager(
     torch_threads(2)
     _interleave(seed=5, steps=14, tmp_path=tmp_path, make_model=_large_model, image=(32, 32, 8))
     assert ran and all(name.startswith("keratron-side") for name in ran)
+
+
+def _small_dense_model(seed=0):
+    """Products small enough (under linalg.MEASURED_GEMM_MACS) for the compiled plans to bind
+    them to their BLAS call when they are built (`Primitive.cpu_step`); the loss tracker's
+    result is `divide_no_nan` of its 0-d total and count."""
+    kt.utils.set_random_seed(seed)
+    inputs = kt.Input((12, 12, 2))
+    h = kt.layers.Dense(16, activation="relu")(kt.layers.Flatten()(inputs))
+    return kt.Model(inputs, kt.layers.Dense(3)(h))
+
+
+def test_random_interleaving_of_a_small_dense_model_matches_the_eager_reference(
+    tmp_path, monkeypatch
+):
+    from keratron.ops import linalg
+
+    bound = []
+    make = linalg.matmul_p.cpu_step
+
+    def recording(avals, params, general):
+        step = make(avals, params, general)
+        bound.append(step is not None)
+        return step
+
+    monkeypatch.setattr(linalg.matmul_p, "cpu_step", recording)
+    _interleave(seed=5, steps=16, tmp_path=tmp_path, make_model=_small_dense_model)
+    assert any(bound), "no product of the small model was bound to its BLAS call"
