@@ -36,7 +36,11 @@ def dynamic_model(X, y, loss, out_activation_function="softmax", layers=(10,)):
 
 EXPECTED_FAILED_CHECKS = {
     "SKLearnClassifier": {
-        "check_classifiers_one_label_sample_weights": "0 sample weight is not ignored",
+        # Not deterministic: it passed in 8 of 11 runs on 2026-11-29.
+        "check_classifiers_one_label_sample_weights": (
+            "every test prediction must be the one class left with weight after 5 epochs "
+            "(5 steps) from an unseeded start; in some runs a few are not"
+        ),
         "check_classifiers_classes": (
             "with small test cases the estimator returns not all classes sometimes"
         ),
