@@ -2,7 +2,8 @@
 
 Each (workload, framework) measurement runs in a fresh process (bench/workloads.py) under
 the right interpreter: the project's venv for keratron, torch, torch-compile, keras3-torch
-and keras3-jax, and .venv-peers (made by bench/setup_peers.sh) for keras3-tf and tf.keras.
+and keras3-jax, and .venv-peers (made by bench/setup_peers.sh) for keras3-tf, tf.keras and
+tf-compat-v1.
 Every process gets the same thread budget (intra-op threads as given, one inter-op thread).
 Frameworks take turns within a round, in an order that rotates from round to round, and the
 best of the rounds is kept. One line per workload:
