@@ -362,7 +362,10 @@ def test_rand_augment_and_aug_mix_properties():
     x = RNG.uniform(0, 255, (4, 8, 10, 3)).astype("float32")
     ra = kt.layers.RandAugment(seed=1)
     outs = [ra(x, training=True).numpy() for _ in range(4)]
-    assert all(0 <= o.min() and o.max() <= 255 for o in outs)
+    # Within the value range up to float rounding: a bilinear rotation or translation of
+    # pixels at 255 gives 255.00003 where its two weights' sum rounds above 1 (Keras's
+    # RandAugment does not clip either).
+    assert all(-1e-3 <= o.min() and o.max() <= 255 + 1e-3 for o in outs)
     assert not all(np.allclose(outs[0], o) for o in outs[1:])
     np.testing.assert_array_equal(
         kt.layers.RandAugment(num_ops=0, seed=1)(x, training=True).numpy(), x
