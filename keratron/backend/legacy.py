@@ -9,8 +9,8 @@ tests/backend/test_legacy.py), on keratron ops, so it differentiates and traces 
 batch) and clip probabilities to [epsilon, 1 - epsilon], `argmax` returns int64, `mean` of a
 boolean tensor is a float. Functions that make state (`variable`, `eye`, `ones`, `zeros`, the
 `random_*_variable`s) return a `keratron.Variable`; `get_value`, `eval` and `batch_get_value`
-return numpy arrays. tf.keras 2's graph-mode `gradients`, its generic `rnn` loop and the
-sparse-tensor helpers have no counterpart here.
+return numpy arrays; `rnn` runs its step function step by step. tf.keras 2's graph-mode
+`gradients` and the sparse-tensor helpers have no counterpart here.
 
 Example:
     >>> from keratron import backend as K
@@ -28,9 +28,11 @@ import math
 import numpy as np
 
 from keratron import config, ops, random
+from keratron.autodiff import tree
 from keratron.autodiff.tensor import Tensor, Variable, convert_to_tensor
 from keratron.layers.name_scope import name_scope as _name_scope
 from keratron.layers.node import KerasTensor
+from keratron.layers.recurrent import step_loop
 
 __all__ = [
     "abs", "all", "any", "arange", "argmax", "argmin", "batch_dot", "batch_flatten",
@@ -46,8 +48,8 @@ __all__ = [
     "ones", "ones_like", "permute_dimensions", "pool2d", "pool3d", "pow", "prod",
     "random_bernoulli", "random_normal", "random_normal_variable", "random_uniform",
     "random_uniform_variable", "relu", "repeat", "repeat_elements", "reshape", "resize_images",
-    "resize_volumes", "reverse", "round", "separable_conv2d", "set_value", "shape", "sigmoid",
-    "sign", "sin", "softmax", "softplus", "softsign", "sparse_categorical_crossentropy",
+    "resize_volumes", "reverse", "rnn", "round", "separable_conv2d", "set_value", "shape",
+    "sigmoid", "sign", "sin", "softmax", "softplus", "softsign", "sparse_categorical_crossentropy",
     "spatial_2d_padding", "spatial_3d_padding", "sqrt", "square", "squeeze", "stack", "std",
     "stop_gradient", "sum", "switch", "tanh", "temporal_padding", "tile", "to_dense",
     "transpose", "truncated_normal", "update", "update_add", "update_sub", "var", "variable",
@@ -649,6 +651,76 @@ def foldr(fn, elems, initializer=None, name=None):
     """`fn(acc, x)` over the slices of `elems` from the last."""
     elems = _t(elems)
     return foldl(fn, ops.flip(elems, axis=0), initializer)
+
+
+def rnn(
+    step_function,
+    inputs,
+    initial_states,
+    go_backwards=False,
+    mask=None,
+    constants=None,
+    unroll=False,
+    input_length=None,
+    time_major=False,
+    zero_output_for_mask=False,
+    return_all_outputs=True,
+):
+    """tf.keras 2's loop over the time axis: `step_function(input_t, states + constants)`
+    returns `(output, new_states)` for each time step of `inputs` (a tensor of shape (batch,
+    time, ...), or a nested structure of them; (time, batch, ...) with `time_major`).
+
+    Returns `(last_output, outputs, new_states)`: the last step's output, the outputs stacked
+    on the time axis (in the order processed, so reversed with `go_backwards`; only the last,
+    on a time axis of 1, with `return_all_outputs=False`) and a tuple of the final states.
+    Where `mask` (batch, time) is False, a step keeps the previous output (zeros with
+    `zero_output_for_mask`, and before the first step) and the previous states; without a
+    mask, a tensor `input_length` (batch,) masks the steps past each sequence's length as
+    TensorFlow's loop does. The loop runs step by step whatever `unroll` says.
+    """
+    inputs = tree.map_structure(_t, inputs)
+    flat = tree.flatten(inputs)
+    for x in flat:
+        if x.ndim < 3:
+            raise ValueError(
+                "rnn: each input must have a batch axis, a time axis and features (rank 3 or "
+                f"more); received shape {tuple(x.shape)}."
+            )
+    if time_major:
+        inputs = tree.map_structure(lambda x: ops.swapaxes(x, 0, 1), inputs)
+        flat = tree.flatten(inputs)
+    steps = flat[0].shape[1]
+    if not steps:
+        raise ValueError("rnn: the inputs have no time steps.")
+    if mask is not None:
+        mask = ops.cast(_t(mask), "bool")
+        if mask.ndim == 3:
+            mask = ops.squeeze(mask, -1)
+        if time_major:
+            mask = ops.swapaxes(mask, 0, 1)
+    elif input_length is not None and not isinstance(input_length, (int, np.integer)):
+        lengths = ops.expand_dims(ops.cast(_t(input_length), "int32"), 1)
+        if go_backwards:  # TensorFlow counts the reversed steps from the longest sequence
+            lengths = lengths + (steps - ops.max(lengths))
+        mask = ops.less(ops.expand_dims(ops.arange(steps, dtype="int32"), 0), lengths)
+    extra = tuple(constants or ())
+
+    def step(x_t, states):
+        return step_function(x_t, tuple(states) + extra)
+
+    last, outputs, states = step_loop(
+        step,
+        inputs,
+        [tree.map_structure(_t, s) for s in initial_states],
+        mask,
+        go_backwards,
+        zero_output_for_mask,
+        None,
+        keep_all=return_all_outputs,
+    )
+    if time_major:
+        outputs = tree.map_structure(lambda x: ops.swapaxes(x, 0, 1), outputs)
+    return last, outputs, tuple(states)
 
 
 # ------------------------------------------------------------------------------ paddings, images

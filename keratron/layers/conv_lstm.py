@@ -31,7 +31,7 @@ from keratron.layers.convolutional import (
 from keratron.layers.layer import InputSpec, Layer
 from keratron.layers.layer import int_tuple as _int_tuple
 from keratron.layers.layer import who as _who
-from keratron.layers.recurrent import RNN, DropoutRNNCell, _step_loop
+from keratron.layers.recurrent import RNN, DropoutRNNCell, step_loop
 
 __all__ = ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
 
@@ -258,7 +258,7 @@ class ConvLSTMCell(Layer, DropoutRNNCell):
             )
             return h, [h, c]
 
-        return _step_loop(step, z, list(states), mask, go_backwards, zero_output, self.filters)
+        return step_loop(step, z, list(states), mask, go_backwards, zero_output, self.filters)
 
     def _cell_config(self):
         return {

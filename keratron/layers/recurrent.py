@@ -84,35 +84,53 @@ def _broadcast_mask(mask_t, like):
     return ops.reshape(mask_t, (mask_t.shape[0],) + (1,) * (like.ndim - 1))
 
 
-def _step_loop(step, sequences, states, mask, go_backwards, zero_output_for_mask, output_size):
-    """Runs `step(x_t, states) -> (output, new_states)` over axis 1 of `sequences`.
+def step_loop(
+    step, sequences, states, mask, go_backwards, zero_output_for_mask, output_size, keep_all=True
+):
+    """Runs `step(x_t, states) -> (output, new_states)` over axis 1 of `sequences`, a tensor or
+    a nested structure of tensors (each step gets the same structure of slices); the output
+    may be nested too.
 
-    Returns `(last_output, outputs, final_states)`, outputs in processed order, with Keras's
-    masking rule applied to outputs and states.
+    Returns `(last_output, outputs, final_states)`, outputs in processed order (with
+    `keep_all=False` the last output alone, on a time axis of 1), with Keras's masking rule
+    applied to outputs and states.
     """
-    batch, steps = sequences.shape[0], sequences.shape[1]
+    flat_seq = tree.flatten(sequences)
+    batch, steps = flat_seq[0].shape[0], flat_seq[0].shape[1]
     if steps == 0:
-        zeros = ops.zeros((batch, 0, output_size), dtype=sequences.dtype)
-        return ops.zeros((batch, output_size), dtype=sequences.dtype), zeros, states
-    xs = ops.unstack(sequences, axis=1)
+        dtype = flat_seq[0].dtype
+        zeros = ops.zeros((batch, 0, output_size), dtype=dtype)
+        return ops.zeros((batch, output_size), dtype=dtype), zeros, states
+    slices = [ops.unstack(x, axis=1) for x in flat_seq]
     ms = None if mask is None else ops.unstack(mask, axis=1)
     order = range(steps - 1, -1, -1) if go_backwards else range(steps)
     outputs, prev = [], None
     for t in order:
-        out, new_states = step(xs[t], states)
+        x_t = tree.pack_sequence_as(sequences, [x[t] for x in slices])
+        out, new_states = step(x_t, states)
         new_states = _as_list(new_states)
         if ms is not None:
-            keep = _broadcast_mask(ms[t], out)
-            fill = ops.zeros_like(out) if zero_output_for_mask or prev is None else prev
-            out = ops.where(keep, out, fill)
+            flat_out = tree.flatten(out)
+            fills = (
+                [ops.zeros_like(o) for o in flat_out]
+                if zero_output_for_mask or prev is None
+                else tree.flatten(prev)
+            )
+            kept = [ops.where(_broadcast_mask(ms[t], o), o, f) for o, f in zip(flat_out, fills)]
+            out = tree.pack_sequence_as(out, kept)
             flat = [
                 ops.where(_broadcast_mask(ms[t], new), new, old)
                 for new, old in zip(tree.flatten(new_states), tree.flatten(states))
             ]
             new_states = tree.pack_sequence_as(new_states, flat)
-        outputs.append(out)
+        if keep_all:
+            outputs.append(out)
+        else:
+            outputs = [out]
         prev, states = out, new_states
-    return outputs[-1], ops.stack(outputs, axis=1), states
+    columns = zip(*(tree.flatten(o) for o in outputs))
+    stacked = tree.pack_sequence_as(prev, [ops.stack(list(c), axis=1) for c in columns])
+    return prev, stacked, states
 
 
 class DropoutRNNCell:
@@ -328,7 +346,7 @@ class SimpleRNNCell(_Cell):
             out = self.activation(ops.add(x_t, ops.matmul(h, self.recurrent_kernel)))
             return out, [out]
 
-        return _step_loop(step, proj, states, mask, go_backwards, zero_output, self.units)
+        return step_loop(step, proj, states, mask, go_backwards, zero_output, self.units)
 
 
 class LSTMCell(_Cell):
@@ -943,7 +961,7 @@ class RNN(Layer):
         def step(x_t, step_states):
             return self.cell.call(x_t, list(step_states), **kwargs)
 
-        return _step_loop(
+        return step_loop(
             step,
             sequences,
             states,

@@ -362,3 +362,184 @@ def test_ctc_decode_beam_paths_merge_repeated_labels_as_tensorflow_v1():
     np.testing.assert_array_equal(np.asarray(beam[0]), [[0, -1, -1]])
     with pytest.raises(ValueError, match="ctc_decode: y_pred must be"):
         K.ctc_decode(probs[0], np.array([3]))
+
+
+# ------------------------------------------------------------------------------ K.rnn
+RNN_X = rng.standard_normal((3, 6, 4)).astype("float32")
+RNN_U = (rng.standard_normal((4, 5)) * 0.5).astype("float32")
+RNN_W = (rng.standard_normal((5, 5)) * 0.5).astype("float32")
+RNN_H0 = rng.standard_normal((3, 5)).astype("float32")
+RNN_C = rng.standard_normal((3, 5)).astype("float32")  # a constant, as an attention's keys
+# Sample 0 is masked at its first step, sample 1 in the middle, sample 2 nowhere.
+RNN_MASK = np.array([[0, 1, 1, 0, 1, 1], [1, 1, 0, 0, 1, 1], [1] * 6], dtype=bool)
+
+
+def _rnn_step(backend, u=RNN_U, w=RNN_W):
+    """h' = tanh(x U + h W (+ the constant)); output h', states [h', 2 h']: a step function
+    written against tf.keras 2's backend module, run by `backend`'s rnn (`u` and `w` as
+    that backend's tensors)."""
+
+    def step(x_t, states):
+        h = backend.tanh(backend.dot(x_t, u) + backend.dot(states[0], w))
+        if len(states) == 3:
+            h = h + states[2]
+        return h, [h, h * 2.0]
+
+    return step
+
+
+RNN_CASES = [
+    {},
+    {"go_backwards": True},
+    {"mask": RNN_MASK},
+    {"mask": RNN_MASK, "go_backwards": True},
+    {"mask": RNN_MASK, "zero_output_for_mask": True},
+    {"mask": RNN_MASK[:, :, None]},
+    {"constants": [RNN_C]},
+    {"time_major": True},
+    {"time_major": True, "mask": np.ascontiguousarray(RNN_MASK.T)},
+    {"return_all_outputs": False},
+    {"input_length": np.array([6, 2, 4], "int32")},
+    {"input_length": np.array([5, 2, 4], "int32"), "go_backwards": True},
+    {"unroll": True},
+]
+
+
+@pytest.mark.parametrize("kwargs", RNN_CASES, ids=lambda kw: ",".join(kw) or "plain")
+def test_rnn_as_tf_keras(kwargs, tf_keras):
+    keras2, tf = tf_keras
+    x = np.ascontiguousarray(RNN_X.swapaxes(0, 1)) if kwargs.get("time_major") else RNN_X
+    init = [RNN_H0, RNN_H0 * 0.5]
+    want = keras2.backend.rnn(
+        _rnn_step(keras2.backend, tf.constant(RNN_U), tf.constant(RNN_W)),
+        tf.constant(x),
+        [tf.constant(s) for s in init],
+        **{k: _to_tf(tf, v) for k, v in kwargs.items()},
+    )
+    got = K.rnn(_rnn_step(K), x, init, **kwargs)
+    (last, outputs, states), (want_last, want_outputs, want_states) = got, want
+    np.testing.assert_allclose(np.asarray(last), want_last.numpy(), rtol=1e-5, atol=1e-6)
+    assert np.asarray(outputs).shape == tuple(want_outputs.shape)
+    np.testing.assert_allclose(np.asarray(outputs), want_outputs.numpy(), rtol=1e-5, atol=1e-6)
+    assert isinstance(states, tuple) and len(states) == len(want_states) == 2
+    for s, w in zip(states, want_states):
+        np.testing.assert_allclose(np.asarray(s), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_rnn_nested_inputs_and_outputs_as_tf_keras(tf_keras):
+    keras2, tf = tf_keras
+    second = RNN_X[:, :, :2] * 3.0
+
+    def step_of(backend, u, w):
+        def step(x_t, states):
+            a, b = x_t
+            h = backend.tanh(backend.dot(a, u) + backend.dot(states[0], w))
+            return (h, backend.sum(b, axis=-1, keepdims=True) + h[:, :1]), [h]
+
+        return step
+
+    want = keras2.backend.rnn(
+        step_of(keras2.backend, tf.constant(RNN_U), tf.constant(RNN_W)),
+        (tf.constant(RNN_X), tf.constant(second)),
+        [tf.constant(RNN_H0)],
+    )
+    got = K.rnn(step_of(K, RNN_U, RNN_W), (RNN_X, second), [RNN_H0], mask=np.ones((3, 6), bool))
+    for g, w in zip([*got[0], *got[1], *got[2]], [*want[0], *want[1], *want[2]]):
+        np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_rnn_gradients_as_tensorflow(tf_keras):
+    keras2, tf = tf_keras
+    u_tf, u = tf.Variable(RNN_U), keratron.Variable(RNN_U)
+
+    def loss_of(backend, kernel, w, x, h0, mask):
+        def step(x_t, states):
+            h = backend.tanh(backend.dot(x_t, kernel) + backend.dot(states[0], w))
+            return h, [h]
+
+        _, outputs, _ = backend.rnn(step, x, [h0], mask=mask)
+        return backend.sum(backend.square(outputs))
+
+    with tf.GradientTape() as tape:
+        want = loss_of(
+            keras2.backend,
+            u_tf,
+            tf.constant(RNN_W),
+            tf.constant(RNN_X),
+            tf.constant(RNN_H0),
+            tf.constant(RNN_MASK),
+        )
+    want_grad = tape.gradient(want, u_tf)
+    with keratron.GradientTape() as tape:
+        got = loss_of(K, u, RNN_W, RNN_X, RNN_H0, RNN_MASK)
+    got_grad = tape.gradient(got, u)
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got_grad), want_grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_rnn_errors_name_what():
+    step = _rnn_step(K)
+    with pytest.raises(ValueError, match="rnn: each input must have a batch axis"):
+        K.rnn(step, RNN_X[:, 0], [RNN_H0])
+    with pytest.raises(ValueError, match="rnn: the inputs have no time steps"):
+        K.rnn(step, RNN_X[:, :0], [RNN_H0])
+
+
+def _attention_model(keras):
+    """The Bahdanau attention layer of a widely copied tf.keras 2 seq2seq script (its energy
+    and context steps each run by `K.rnn`, the encoder outputs read from the closure), on two
+    sequence inputs, then a Dense head."""
+    K_ = keras.backend
+
+    class AttentionLayer(keras.layers.Layer):
+        def build(self, input_shape):
+            enc, dec = input_shape
+            self.W_a = self.add_weight(name="W_a", shape=(enc[2], enc[2]), initializer="uniform")
+            self.U_a = self.add_weight(name="U_a", shape=(dec[2], enc[2]), initializer="uniform")
+            self.V_a = self.add_weight(name="V_a", shape=(enc[2], 1), initializer="uniform")
+            super().build(input_shape)
+
+        def call(self, inputs):
+            encoder_out_seq, decoder_out_seq = inputs
+
+            def energy_step(inputs, states):
+                w_a_dot_s = K_.dot(encoder_out_seq, self.W_a)
+                u_a_dot_h = K_.expand_dims(K_.dot(inputs, self.U_a), 1)
+                e_i = K_.squeeze(K_.dot(K_.tanh(w_a_dot_s + u_a_dot_h), self.V_a), axis=-1)
+                e_i = K_.softmax(e_i)
+                return e_i, [e_i]
+
+            def context_step(inputs, states):
+                c_i = K_.sum(encoder_out_seq * K_.expand_dims(inputs, -1), axis=1)
+                return c_i, [c_i]
+
+            fake_state_c = K_.sum(encoder_out_seq, axis=1)
+            fake_state_e = K_.sum(encoder_out_seq, axis=2)
+            _, e_outputs, _ = K_.rnn(energy_step, decoder_out_seq, [fake_state_e])
+            _, c_outputs, _ = K_.rnn(context_step, e_outputs, [fake_state_c])
+            return c_outputs
+
+    enc = keras.Input((5, 4))
+    dec = keras.Input((3, 6))
+    context = AttentionLayer()([enc, dec])
+    out = keras.layers.Dense(2)(keras.layers.Concatenate()([dec, context]))
+    return keras.Model([enc, dec], out)
+
+
+def test_rnn_attention_layer_from_tf_keras_code(tf_keras):
+    keras2, _ = tf_keras
+    enc = rng.standard_normal((8, 5, 4)).astype("float32")
+    dec = rng.standard_normal((8, 3, 6)).astype("float32")
+    reference = _attention_model(keras2)
+    model = _attention_model(keratron)
+    model.set_weights(reference.get_weights())
+    np.testing.assert_allclose(
+        model.predict([enc, dec], verbose=0),
+        reference.predict([enc, dec], verbose=0),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    model.compile(optimizer="adam", loss="mse")
+    history = model.fit([enc, dec], np.zeros((8, 3, 2), "float32"), epochs=3, verbose=0)
+    losses = history.history["loss"]
+    assert losses[-1] < losses[0]
