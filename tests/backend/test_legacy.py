@@ -405,6 +405,7 @@ RNN_CASES = [
 ]
 
 
+@pytest.mark.interop
 @pytest.mark.parametrize("kwargs", RNN_CASES, ids=lambda kw: ",".join(kw) or "plain")
 def test_rnn_as_tf_keras(kwargs, tf_keras):
     keras2, tf = tf_keras
@@ -426,6 +427,7 @@ def test_rnn_as_tf_keras(kwargs, tf_keras):
         np.testing.assert_allclose(np.asarray(s), w.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.interop
 def test_rnn_nested_inputs_and_outputs_as_tf_keras(tf_keras):
     keras2, tf = tf_keras
     second = RNN_X[:, :, :2] * 3.0
@@ -448,6 +450,7 @@ def test_rnn_nested_inputs_and_outputs_as_tf_keras(tf_keras):
         np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.interop
 def test_rnn_gradients_as_tensorflow(tf_keras):
     keras2, tf = tf_keras
     u_tf, u = tf.Variable(RNN_U), keratron.Variable(RNN_U)
@@ -526,6 +529,7 @@ def _attention_model(keras):
     return keras.Model([enc, dec], out)
 
 
+@pytest.mark.interop
 def test_rnn_attention_layer_from_tf_keras_code(tf_keras):
     keras2, _ = tf_keras
     enc = rng.standard_normal((8, 5, 4)).astype("float32")
